@@ -1,0 +1,163 @@
+// The scheduler-facing KV-cache manager: prefix lookup, all-or-nothing block
+// allocation, commit of reusable prefixes, free, copy-on-write list, stats.
+//
+// It manages block ids and metadata, never tensors. A step of an engine's
+// scheduler drives it as:
+//   hit = Lookup(r)                       // new or preempted requests only
+//   Allocate(r, {.num_new_tokens = n, .hit = &hit})   // std::nullopt: no room
+//   engine runs TakeCopies(), then the model
+//   Commit(r, computed)                   // registers reusable prefixes
+//   FinishStep()                          // releases copied blocks' pins
+//   Free(r.id())                          // when the request finishes
+//
+// Thread-compatible: one scheduler thread; callers serialize all calls.
+// A refused call (UsageError) or a failed allocation leaves state unchanged.
+//
+// Example:
+//   Result<CacheManager> cache = CacheManager::Create(
+//       {.groups = {{.block_size = 16}}, .num_blocks = 1024});
+//   Request r({.id = RequestId{1}}, prompt, cache->key_scheme());
+//   CacheHit hit = cache->Lookup(r);
+//   if (auto blocks = cache->Allocate(r, {.num_new_tokens =
+//           r.num_tokens() - hit.num_tokens, .hit = &hit})) { ... }
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "hkv/keys.h"
+#include "hkv/request.h"
+#include "hkv/result.h"
+#include "hkv/types.h"
+
+namespace hkv {
+
+enum class GroupKind { kFullAttention };
+
+// Whether the group's layers feed a draft model (EAGLE/MTP) that must
+// recompute the last hash unit of a hit.
+enum class Speculation { kNone, kEagle };
+
+struct GroupSpec {
+  GroupKind kind = GroupKind::kFullAttention;
+  std::uint32_t block_size = 16;  // tokens per block
+  Speculation speculation = Speculation::kNone;
+};
+
+enum class PrefixCaching { kEnabled, kDisabled };
+
+struct CacheConfig {
+  std::vector<GroupSpec> groups;
+  std::uint32_t num_blocks = 0;  // including the null block (id 0)
+  KeySchemeOptions keys;         // hash unit must divide every block size
+  PrefixCaching caching = PrefixCaching::kEnabled;
+  std::uint32_t max_model_len = std::numeric_limits<std::uint32_t>::max();
+
+  // kInvalidArgument naming the offending field.
+  [[nodiscard]] Result<void> Validate() const;
+};
+
+// A lookup result: the hit in tokens and, per group, the cached blocks that
+// cover it (index-aligned with the block table; the null block marks
+// positions the group does not need). Valid until the next mutating call.
+struct CacheHit {
+  std::uint32_t num_tokens = 0;
+  std::vector<std::vector<BlockId>> blocks;  // [group][block index]
+};
+
+struct AllocationRequest {
+  // Tokens this request already computed before this call, excluding `hit`.
+  std::uint32_t num_computed_tokens = 0;
+  // Tokens to compute in this step (drafts included).
+  std::uint32_t num_new_tokens = 0;
+  // Extra slots for speculative tokens, beyond num_new_tokens.
+  std::uint32_t num_lookahead_tokens = 0;
+  // The request's lookup result to adopt; only on its first allocation.
+  // Nullable.
+  const CacheHit* hit = nullptr;
+};
+
+// Blocks placed in the request's tables by one allocation, per group.
+struct NewBlocks {
+  std::vector<std::vector<BlockId>> blocks;  // [group]
+};
+
+// Prefix-cache counters, recorded at admission (a request's first successful
+// allocation after a lookup).
+struct PrefixCacheStats {
+  std::uint64_t requests = 0;
+  std::uint64_t queries = 0;  // tokens of admitted requests
+  std::uint64_t hits = 0;     // of which reused from the cache
+  bool reset = false;         // a ResetPrefixCache succeeded since last taken
+};
+
+struct PoolCounters {
+  std::uint64_t evicted_blocks = 0;  // cached blocks reused for new data
+};
+
+class CacheManager {
+ public:
+  // Fails with the config's validation error.
+  [[nodiscard]] static Result<CacheManager> Create(const CacheConfig& config);
+  CacheManager(CacheManager&&) noexcept;
+  CacheManager& operator=(CacheManager&&) noexcept;
+  ~CacheManager();
+
+  // The scheme requests must be keyed with.
+  const KeyScheme& key_scheme() const;
+  std::uint32_t num_groups() const;
+
+  // The longest prefix of `request` every group can resume from, at most
+  // num_tokens - 1 (the last token is always recomputed). Pure.
+  // O(hit blocks) expected.
+  CacheHit Lookup(const Request& request) const;
+
+  // Adopts `args.hit` (first allocation only) and takes blocks so the
+  // request's tables cover num_computed + hit + new + lookahead tokens, all
+  // groups or none. Returns std::nullopt when free blocks are short; nothing
+  // changes then.
+  // REQUIRES: request keyed with key_scheme(); new tokens or a hit; a hit
+  // only for a request holding no blocks. O(new blocks + hit blocks).
+  std::optional<NewBlocks> Allocate(const Request& request,
+                                    const AllocationRequest& args);
+
+  // Registers the reusable prefixes of the first `num_computed_tokens`
+  // tokens (capped at the request's token count): full blocks, and the
+  // prompt's partial tail when hash units are finer than blocks.
+  // REQUIRES: the request holds blocks covering them.
+  void Commit(const Request& request, std::uint32_t num_computed_tokens);
+
+  // Releases the request's blocks, last first; cached ones stay findable
+  // until evicted. REQUIRES: the request holds blocks.
+  void Free(RequestId id);
+
+  // Copies queued by allocations since the last call; the engine runs them
+  // before the step. Their endpoints stay pinned until FinishStep().
+  std::vector<BlockCopy> TakeCopies();
+
+  // The step that ran the taken copies is done: unpin their endpoints.
+  void FinishStep();
+
+  // Drops every cached prefix. Returns false and changes nothing while any
+  // request holds blocks.
+  bool ResetPrefixCache();
+
+  // Returns and clears the counters.
+  PrefixCacheStats TakeStats();
+  PoolCounters counters() const;
+  double usage() const;
+  std::uint32_t num_free_blocks() const;
+  // The request's block table in `group`. REQUIRES: the request holds blocks.
+  std::span<const BlockId> block_table(RequestId id, GroupId group) const;
+
+ private:
+  struct Impl;
+  explicit CacheManager(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hkv

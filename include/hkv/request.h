@@ -1,0 +1,64 @@
+// A request as the cache manager sees it: its token ids (prompt, then
+// accepted outputs; never drafts) and the chained keys of every complete
+// hash unit, extended incrementally as tokens are appended.
+//
+// Thread-compatible. The scheduler owns its Requests and passes them by
+// reference to the CacheManager.
+//
+// Example:
+//   Request r({.id = RequestId{1}}, prompt_tokens, scheme);
+//   r.AppendTokens(sampled);               // keys grow with the tokens
+//   std::span<const BlockHash> k = r.keys();
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "hkv/keys.h"
+#include "hkv/types.h"
+
+namespace hkv {
+
+// Whether a lookup may read the prefix cache for this request. Requests that
+// need every prompt position computed (prompt logprobs) skip reading but still
+// write the cache.
+enum class CacheRead { kAllowed, kSkipped };
+
+struct RequestOptions {
+  RequestId id{0};
+  KeyExtras extras = {};
+  CacheRead cache_read = CacheRead::kAllowed;
+};
+
+class Request {
+ public:
+  // O(prompt length): keys every complete unit of the prompt.
+  Request(RequestOptions options, std::span<const TokenId> prompt,
+          const KeyScheme& scheme);
+
+  // Appends accepted output tokens and keys the units they complete.
+  // O(tokens appended).
+  void AppendTokens(std::span<const TokenId> tokens);
+
+  RequestId id() const { return options_.id; }
+  const KeyScheme& key_scheme() const { return scheme_; }
+  const KeyExtras& extras() const { return options_.extras; }
+  CacheRead cache_read() const { return options_.cache_read; }
+  std::span<const TokenId> tokens() const { return tokens_; }
+  std::uint32_t num_tokens() const;
+  std::uint32_t num_prompt_tokens() const { return num_prompt_tokens_; }
+  // Key of unit k covers tokens [0, (k+1) * hash_unit).
+  std::span<const BlockHash> keys() const { return keys_; }
+
+ private:
+  void ExtendKeys();
+
+  RequestOptions options_;
+  KeyScheme scheme_;
+  std::vector<TokenId> tokens_;
+  std::uint32_t num_prompt_tokens_;
+  std::vector<BlockHash> keys_;  // keys_.size() == tokens_.size() / hash_unit
+};
+
+}  // namespace hkv

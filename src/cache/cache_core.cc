@@ -1,0 +1,206 @@
+#include "cache/cache_core.h"
+
+#include <algorithm>
+
+#include "check.h"
+#include "groups/full_attention.h"
+
+namespace hkv::internal {
+namespace {
+
+KeyScheme SchemeOf(const CacheConfig& config) {
+  Result<void> valid = config.Validate();
+  HKV_REQUIRE(valid.has_value(), valid ? "" : valid.error().message);
+  return *MakeKeyScheme(config.keys);
+}
+
+GroupGeometry GeometryOf(const CacheConfig& config, std::size_t index) {
+  const GroupSpec& spec = config.groups[index];
+  const std::uint32_t unit = config.keys.hash_unit;
+  return {.id = GroupId{static_cast<std::uint32_t>(index)},
+          .block_size = spec.block_size,
+          .hash_unit = unit,
+          .alignment = unit < spec.block_size ? unit : spec.block_size,
+          .scheduler_block = spec.block_size,
+          .rewind = spec.speculation == Speculation::kEagle ? DraftRewind::kEagle
+                                                            : DraftRewind::kNone};
+}
+
+}  // namespace
+
+CacheCore::CacheCore(const CacheConfig& config)
+    : config_(config),
+      scheme_(SchemeOf(config)),
+      pool_(config.num_blocks, config.caching == PrefixCaching::kEnabled
+                                   ? Caching::kEnabled
+                                   : Caching::kDisabled) {
+  for (std::size_t i = 0; i < config.groups.size(); ++i) {
+    groups_.push_back(std::make_unique<FullAttentionManager>(pool_, GeometryOf(config, i)));
+  }
+}
+
+std::uint32_t CacheCore::MaxHitLength(const Request& request) const {
+  const std::uint32_t n = std::min(request.num_tokens(), config_.max_model_len);
+  return n > 0 ? n - 1 : 0;
+}
+
+CacheHit CacheCore::Lookup(const Request& request) const {
+  HKV_REQUIRE(request.key_scheme() == scheme_,
+              "request keyed with a different key scheme than the cache");
+  CacheHit hit;
+  hit.blocks.resize(groups_.size());
+  if (!pool_.caching_enabled() || request.cache_read() == CacheRead::kSkipped) {
+    return hit;
+  }
+  GroupHit group_hit = groups_[0]->FindLongestHit(request.keys(), MaxHitLength(request));
+  hit.num_tokens = group_hit.num_tokens;
+  hit.blocks[0] = std::move(group_hit.blocks);
+  return hit;
+}
+
+void CacheCore::CheckAllocation(const Request& request, const AllocationRequest& args,
+                                bool running) const {
+  HKV_REQUIRE(request.key_scheme() == scheme_,
+              "request keyed with a different key scheme than the cache");
+  const CacheHit* hit = args.hit;
+  HKV_REQUIRE(args.num_new_tokens > 0 || (hit != nullptr && hit->num_tokens > 0),
+              "an allocation needs new tokens or a hit");
+  if (hit == nullptr) return;
+  HKV_REQUIRE(!running || hit->num_tokens == 0,
+              "a hit can only be adopted by a request that holds no blocks");
+  HKV_REQUIRE(hit->blocks.size() == groups_.size(), "the hit has one block list per group");
+  for (const std::vector<BlockId>& blocks : hit->blocks) {
+    for (BlockId b : blocks) {
+      HKV_REQUIRE(ToIndex(b) < pool_.num_blocks(), "hit block id out of range");
+      HKV_REQUIRE(b == kNullBlock || pool_.primary_num_tokens(b) > 0,
+                  "a hit block was evicted since the lookup; look the request up again");
+    }
+  }
+}
+
+std::uint32_t CacheCore::BlocksNeeded(const RequestState* state,
+                                      const AllocationRequest& args,
+                                      std::uint32_t num_slots,
+                                      std::uint32_t num_local) const {
+  static const GroupTable kEmptyTable;
+  std::uint32_t need = 0;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    const GroupTable& table = state ? state->tables[g] : kEmptyTable;
+    std::span<const BlockId> hit;
+    if (args.hit != nullptr) hit = args.hit->blocks[g];
+    need += groups_[g]->NumBlocksToAllocate(table, num_slots, hit, num_local);
+  }
+  return need;
+}
+
+std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
+                                             const AllocationRequest& args) {
+  auto it = requests_.find(request.id());
+  const bool running = it != requests_.end();
+  CheckAllocation(request, args, running);
+  const std::uint32_t hit_tokens = args.hit ? args.hit->num_tokens : 0;
+  const std::uint32_t num_local = args.num_computed_tokens + hit_tokens;
+  const std::uint32_t total = std::min(num_local, config_.max_model_len);
+  const std::uint32_t num_main = total + args.num_new_tokens;
+  const std::uint32_t num_slots =
+      std::min(num_main + args.num_lookahead_tokens, config_.max_model_len);
+  if (running) {
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      groups_[g]->RemoveSkippedBlocks(it->second.tables[g], total);
+    }
+  }
+  const RequestState* state = running ? &it->second : nullptr;
+  if (BlocksNeeded(state, args, num_slots, num_local) > pool_.num_free_blocks()) {
+    return std::nullopt;
+  }
+  if (!running) {
+    it = requests_.emplace(request.id(), RequestState{}).first;
+    it->second.tables.resize(groups_.size());
+    ++stats_.requests;
+    stats_.queries += request.num_tokens();
+    stats_.hits += hit_tokens;
+  }
+  RequestState& mutable_state = it->second;
+  // Every group adopts its hit before any group allocates, so one group's
+  // allocation cannot evict another group's hit blocks.
+  if (hit_tokens > 0) {
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      groups_[g]->AdoptHit(mutable_state.tables[g], args.hit->blocks[g], num_local);
+    }
+  }
+  NewBlocks placed;
+  placed.blocks.resize(groups_.size());
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    groups_[g]->AllocateNew(mutable_state.tables[g], num_slots, placed.blocks[g],
+                            pending_copies_);
+  }
+  return placed;
+}
+
+void CacheCore::Commit(const Request& request, std::uint32_t num_computed_tokens) {
+  auto it = requests_.find(request.id());
+  HKV_REQUIRE(it != requests_.end(), "commit for a request that holds no blocks");
+  const std::uint32_t n = std::min(num_computed_tokens, request.num_tokens());
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    const std::uint32_t b = groups_[g]->geometry().block_size;
+    HKV_REQUIRE(it->second.tables[g].blocks.size() * b >= n,
+                "commit beyond the blocks allocated to the request");
+  }
+  if (!pool_.caching_enabled()) return;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    groups_[g]->Commit(it->second.tables[g], request, n);
+  }
+}
+
+void CacheCore::Free(RequestId id) {
+  auto it = requests_.find(id);
+  HKV_REQUIRE(it != requests_.end(), "free of a request that holds no blocks");
+  for (std::size_t g = 0; g < groups_.size(); ++g) groups_[g]->Free(it->second.tables[g]);
+  requests_.erase(it);
+}
+
+std::vector<BlockCopy> CacheCore::TakeCopies() {
+  pinned_copies_.insert(pinned_copies_.end(), pending_copies_.retained.begin(),
+                        pending_copies_.retained.end());
+  pending_copies_.retained.clear();
+  return std::exchange(pending_copies_.copies, {});
+}
+
+void CacheCore::FinishStep() {
+  pool_.Free(pinned_copies_);
+  pinned_copies_.clear();
+}
+
+bool CacheCore::ResetPrefixCache() {
+  if (!pool_.Reset()) return false;
+  stats_.reset = true;
+  return true;
+}
+
+PrefixCacheStats CacheCore::TakeStats() { return std::exchange(stats_, {}); }
+
+std::span<const BlockId> CacheCore::block_table(RequestId id, GroupId group) const {
+  auto it = requests_.find(id);
+  HKV_REQUIRE(it != requests_.end(), "no block table for a request that holds no blocks");
+  HKV_REQUIRE(ToIndex(group) < groups_.size(), "group id out of range");
+  return it->second.tables[ToIndex(group)].blocks;
+}
+
+bool CacheCore::CheckInvariants() const {
+  if (!pool_.CheckInvariants()) return false;
+  std::vector<std::uint32_t> refs(pool_.num_blocks(), 0);
+  for (const auto& [id, state] : requests_) {
+    for (const GroupTable& table : state.tables) {
+      for (BlockId b : table.blocks) ++refs[ToIndex(b)];
+      if (table.partial_hit) return false;  // consumed within Allocate
+    }
+  }
+  for (BlockId b : pending_copies_.retained) ++refs[ToIndex(b)];
+  for (BlockId b : pinned_copies_) ++refs[ToIndex(b)];
+  for (std::uint32_t i = 1; i < pool_.num_blocks(); ++i) {
+    if (refs[i] != pool_.ref_count(BlockId{i})) return false;
+  }
+  return true;
+}
+
+}  // namespace hkv::internal

@@ -1,0 +1,71 @@
+// The cache core behind hkv::CacheManager: the block pool, one manager per
+// group and every request's block tables. Tests use it directly to reach the
+// pool's internals.
+//
+// Thread-compatible.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "core/block_pool.h"
+#include "groups/group_manager.h"
+#include "hkv/cache_manager.h"
+
+namespace hkv::internal {
+
+class CacheCore {
+ public:
+  // REQUIRES: config.Validate() succeeds (else UsageError).
+  explicit CacheCore(const CacheConfig& config);
+  CacheCore(const CacheCore&) = delete;
+  CacheCore& operator=(const CacheCore&) = delete;
+
+  const KeyScheme& key_scheme() const { return scheme_; }
+  std::uint32_t num_groups() const { return static_cast<std::uint32_t>(groups_.size()); }
+  const GroupGeometry& geometry(GroupId group) const {
+    return groups_[ToIndex(group)]->geometry();
+  }
+
+  CacheHit Lookup(const Request& request) const;
+  std::optional<NewBlocks> Allocate(const Request& request, const AllocationRequest& args);
+  void Commit(const Request& request, std::uint32_t num_computed_tokens);
+  void Free(RequestId id);
+  std::vector<BlockCopy> TakeCopies();
+  void FinishStep();
+  bool ResetPrefixCache();
+  PrefixCacheStats TakeStats();
+
+  bool HoldsBlocks(RequestId id) const { return requests_.contains(id); }
+  std::span<const BlockId> block_table(RequestId id, GroupId group) const;
+  BlockPool& pool() { return pool_; }
+  const BlockPool& pool() const { return pool_; }
+
+  // The pool's invariants, and every block's reference count equal to the
+  // references held by block tables and copy pins. O(num_blocks + tables).
+  bool CheckInvariants() const;
+
+ private:
+  struct RequestState {
+    std::vector<GroupTable> tables;  // one per group
+  };
+
+  std::uint32_t MaxHitLength(const Request& request) const;
+  void CheckAllocation(const Request& request, const AllocationRequest& args,
+                       bool running) const;
+  std::uint32_t BlocksNeeded(const RequestState* state, const AllocationRequest& args,
+                             std::uint32_t num_slots, std::uint32_t num_local) const;
+
+  CacheConfig config_;
+  KeyScheme scheme_;
+  BlockPool pool_;
+  std::vector<std::unique_ptr<GroupManager>> groups_;
+  absl::flat_hash_map<RequestId, RequestState> requests_;
+  CopyLog pending_copies_;             // queued, not yet taken
+  std::vector<BlockId> pinned_copies_;  // taken; unpinned by FinishStep
+  PrefixCacheStats stats_;
+};
+
+}  // namespace hkv::internal

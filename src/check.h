@@ -1,0 +1,47 @@
+// Precondition and invariant checks (see docs/design.md, "Errors").
+//
+// HKV_REQUIRE(cond, msg): a caller bug at the public API; throws
+// hkv::UsageError naming the condition and location. Use it before any
+// mutation so that a refused call leaves state unchanged.
+// HKV_DCHECK(cond): an internal invariant; aborts with file:line. Compiled out
+// under NDEBUG.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <source_location>
+#include <string_view>
+
+#include "hkv/result.h"
+
+namespace hkv::internal {
+
+[[noreturn]] void ThrowUsageError(std::string_view condition, std::string_view message,
+                                  std::source_location where);
+[[noreturn]] void AbortInvariant(std::string_view condition,
+                                 std::source_location where);
+
+// Narrows a size to a 32-bit count; throws UsageError naming `what` when it
+// does not fit.
+std::uint32_t CheckedCount(std::size_t value, std::string_view what);
+
+}  // namespace hkv::internal
+
+#define HKV_REQUIRE(cond, msg)                                  \
+  do {                                                          \
+    if (!(cond)) [[unlikely]]                                   \
+      ::hkv::internal::ThrowUsageError(#cond, (msg),            \
+                                       std::source_location::current()); \
+  } while (0)
+
+#ifdef NDEBUG
+#define HKV_DCHECK(cond) \
+  do {                   \
+  } while (0)
+#else
+#define HKV_DCHECK(cond)                                                      \
+  do {                                                                        \
+    if (!(cond)) [[unlikely]]                                                 \
+      ::hkv::internal::AbortInvariant(#cond, std::source_location::current()); \
+  } while (0)
+#endif

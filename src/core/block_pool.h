@@ -1,0 +1,120 @@
+// The block pool: metadata of every KV-cache block (reference counts, prefix
+// keys), the free queue and the prefix index, shared by all cache groups.
+//
+// Freed blocks that carry a key stay findable until the allocator reuses
+// them; eviction order is the free queue's order (spec §1.3): a Free call
+// puts the blocks without a key at the front, keeping their order (they are
+// reused first), and appends the keyed ones, in order, at the back.
+//
+// A block has at most one primary key, the longest prefix it proves, with its
+// token count; partial entries at shorter boundaries hang off it as aliases.
+//
+// Thread-compatible: callers serialize all calls. Never allocates on the
+// allocate/touch/free paths once the scratch buffers have grown.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "core/free_block_queue.h"
+#include "core/prefix_index.h"
+
+namespace hkv::internal {
+
+enum class Caching { kEnabled, kDisabled };
+
+struct PoolStats {
+  std::uint64_t evicted_blocks = 0;  // keyed blocks reused by the allocator
+};
+
+class BlockPool {
+ public:
+  // REQUIRES: num_blocks >= 1 (block 0 becomes the null block).
+  BlockPool(std::uint32_t num_blocks, Caching caching);
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
+
+  std::uint32_t num_blocks() const { return static_cast<std::uint32_t>(blocks_.size()); }
+  std::uint32_t num_free_blocks() const { return free_queue_.size(); }
+  bool caching_enabled() const { return caching_ == Caching::kEnabled; }
+  // Fraction of usable blocks in use: 1 - free / (num_blocks - 1); 0 when
+  // only the null block exists.
+  double usage() const;
+  const PoolStats& stats() const { return stats_; }
+
+  // The first-inserted block registered under `key`. Never touches refs.
+  std::optional<BlockId> FindCached(const PrefixKey& key) const {
+    return index_.Find(key);
+  }
+
+  // Pops `n` blocks from the front of the free queue into `out`, evicting
+  // their keys; each gets ref count 1. REQUIRES: n <= num_free_blocks().
+  void Allocate(std::uint32_t n, std::vector<BlockId>& out);
+  BlockId AllocateOne();
+
+  // Takes one reference; a block at ref 0 leaves the free queue. Touching
+  // the null block does nothing.
+  void Touch(BlockId id);
+
+  // Drops one reference from each block, in order (spec §1.3).
+  // REQUIRES: every non-null block has ref count > 0.
+  void Free(std::span<const BlockId> ordered);
+
+  // Registers `id` as the full block proving `num_tokens` tokens under `key`,
+  // first dropping a shorter (partial) primary and its aliases.
+  // REQUIRES: id is not null; no primary key proving >= num_tokens.
+  void CacheFull(BlockId id, const PrefixKey& key, std::uint32_t num_tokens);
+
+  // Registers a partial entry (spec §2.6): a boundary inside the block. A
+  // longer entry supersedes shorter ones; a shorter one becomes an alias of
+  // the block's longer primary. A no-op for the null block.
+  void CachePartial(BlockId id, const PrefixKey& key, std::uint32_t num_tokens);
+
+  // Drops every key of `id` (primary and aliases). The block stays where it is.
+  void EvictKeys(BlockId id);
+
+  // Clears every key when no block other than the null block is in use;
+  // returns false and changes nothing otherwise.
+  bool Reset();
+
+  std::uint32_t ref_count(BlockId id) const { return blocks_[ToIndex(id)].ref_count; }
+  // Tokens the block's primary key proves; 0 when it has none.
+  std::uint32_t primary_num_tokens(BlockId id) const {
+    return blocks_[ToIndex(id)].primary_num_tokens;
+  }
+  const PrefixKey& primary_key(BlockId id) const { return blocks_[ToIndex(id)].primary; }
+  bool HasKey(BlockId id, const PrefixKey& key) const { return index_.Contains(key, id); }
+  std::size_t num_keys() const { return index_.size(); }
+  std::vector<BlockId> FreeQueueSnapshot() const { return free_queue_.Snapshot(); }
+
+  // Returns false on any broken invariant: free queue membership <=> ref 0
+  // and not null; every key registered for exactly the blocks that own it.
+  // O(num_blocks + keys).
+  bool CheckInvariants() const;
+
+ private:
+  struct Block {
+    std::uint32_t ref_count = 0;
+    std::uint32_t primary_num_tokens = 0;  // 0 <=> no primary key
+    PrefixKey primary;
+  };
+
+  bool HasPrimary(std::uint32_t i) const { return blocks_[i].primary_num_tokens > 0; }
+  void SetPrimary(BlockId id, const PrefixKey& key, std::uint32_t num_tokens);
+  void AddAlias(BlockId id, const PrefixKey& key);
+
+  Caching caching_;
+  std::vector<Block> blocks_;
+  FreeBlockQueue free_queue_;
+  PrefixIndex index_;
+  // Secondary keys of blocks with partial entries (rare).
+  absl::flat_hash_map<BlockId, absl::InlinedVector<PrefixKey, 1>> aliases_;
+  std::vector<BlockId> free_scratch_;
+  PoolStats stats_;
+};
+
+}  // namespace hkv::internal

@@ -1,0 +1,121 @@
+#include "hkv/keys.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/cbor.h"
+#include "core/digest.h"
+
+namespace hkv {
+namespace {
+
+BlockHash Digest(KeyFunction function, std::span<const std::uint8_t> bytes) {
+  return function == KeyFunction::kSha256Cbor ? internal::Sha256(bytes)
+                                              : internal::Xxh3_128(bytes);
+}
+
+void EncodeUnit(const KeyScheme& scheme, const BlockHash& parent,
+                std::span<const TokenId> tokens,
+                std::span<const ExtraKey> extra,
+                std::vector<std::uint8_t>& out) {
+  internal::CborWriter cbor(out);
+  cbor.ArrayHeader(3);
+  cbor.Bytes(std::span(parent.bytes.data(), DigestSize(scheme.function)));
+  cbor.ArrayHeader(tokens.size());
+  for (TokenId t : tokens) cbor.Unsigned(t);
+  if (extra.empty()) {
+    cbor.Null();
+    return;
+  }
+  cbor.ArrayHeader(extra.size());
+  for (const ExtraKey& key : extra) {
+    if (key.offset) {
+      cbor.ArrayHeader(2);
+      cbor.Text(key.text);
+      cbor.Signed(*key.offset);
+    } else {
+      cbor.Text(key.text);
+    }
+  }
+}
+
+}  // namespace
+
+std::string BlockHash::Hex(std::size_t num_bytes) const {
+  std::string out;
+  out.reserve(2 * num_bytes);
+  for (std::size_t i = 0; i < num_bytes && i < bytes.size(); ++i) {
+    char buf[3];
+    std::snprintf(buf, sizeof buf, "%02x", bytes[i]);
+    out += buf;
+  }
+  return out;
+}
+
+std::size_t DigestSize(KeyFunction function) {
+  return function == KeyFunction::kSha256Cbor ? 32 : 16;
+}
+
+Result<KeyFunction> ParseKeyFunction(std::string_view name) {
+  if (name == "sha256_cbor") return KeyFunction::kSha256Cbor;
+  if (name == "xxh3_128_cbor") return KeyFunction::kXxh3_128Cbor;
+  return Fail(ErrorCode::kInvalidArgument,
+              "unknown key function '" + std::string(name) +
+                  "' (expected sha256_cbor or xxh3_128_cbor)");
+}
+
+std::string_view KeyFunctionName(KeyFunction function) {
+  return function == KeyFunction::kSha256Cbor ? "sha256_cbor" : "xxh3_128_cbor";
+}
+
+Result<KeyScheme> MakeKeyScheme(const KeySchemeOptions& options) {
+  if (options.hash_unit == 0) {
+    return Fail(ErrorCode::kInvalidArgument, "hash unit must be at least 1 token");
+  }
+  return KeyScheme{.function = options.function,
+                   .hash_unit = options.hash_unit,
+                   .seed_key = SeedKey(options.function, options.seed)};
+}
+
+std::vector<ExtraKey> UnitExtraKeys(const KeyExtras& extras, std::uint32_t start,
+                                    std::uint32_t end) {
+  std::vector<ExtraKey> keys;
+  if (!extras.lora_name.empty()) keys.push_back({.text = extras.lora_name});
+  for (const MultimodalItem& item : extras.multimodal) {
+    if (item.offset + item.length <= start) continue;
+    if (item.offset >= end) break;
+    keys.push_back({.text = item.identifier,
+                    .offset = std::int64_t{item.offset} - std::int64_t{start}});
+    if (item.offset + item.length > end) break;  // continues into the next unit
+  }
+  if (start == 0 && !extras.cache_salt.empty()) {
+    keys.push_back({.text = extras.cache_salt});
+  }
+  return keys;
+}
+
+BlockHash SeedKey(KeyFunction function, std::string_view seed) {
+  std::vector<std::uint8_t> bytes;
+  internal::CborWriter(bytes).Text(seed);
+  return Digest(function, bytes);
+}
+
+std::vector<std::uint8_t> UnitKeyInput(const KeyScheme& scheme,
+                                       const BlockHash& parent,
+                                       std::span<const TokenId> tokens,
+                                       std::span<const ExtraKey> extra) {
+  std::vector<std::uint8_t> bytes;
+  EncodeUnit(scheme, parent, tokens, extra, bytes);
+  return bytes;
+}
+
+BlockHash HashUnit(const KeyScheme& scheme, const BlockHash& parent,
+                   std::span<const TokenId> tokens,
+                   std::span<const ExtraKey> extra) {
+  thread_local std::vector<std::uint8_t> bytes;
+  bytes.clear();
+  EncodeUnit(scheme, parent, tokens, extra, bytes);
+  return Digest(scheme.function, bytes);
+}
+
+}  // namespace hkv

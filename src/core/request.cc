@@ -1,0 +1,47 @@
+#include "hkv/request.h"
+
+#include "check.h"
+
+namespace hkv {
+
+Request::Request(RequestOptions options, std::span<const TokenId> prompt,
+                 const KeyScheme& scheme)
+    : options_(std::move(options)),
+      scheme_(scheme),
+      tokens_(prompt.begin(), prompt.end()),
+      num_prompt_tokens_(internal::CheckedCount(prompt.size(), "prompt tokens")) {
+  HKV_REQUIRE(scheme.hash_unit > 0, "the key scheme's hash unit must be >= 1");
+  keys_.reserve(tokens_.size() / scheme_.hash_unit);
+  ExtendKeys();
+}
+
+std::uint32_t Request::num_tokens() const {
+  return static_cast<std::uint32_t>(tokens_.size());
+}
+
+void Request::AppendTokens(std::span<const TokenId> tokens) {
+  internal::CheckedCount(tokens_.size() + tokens.size(), "request tokens");
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  ExtendKeys();
+}
+
+void Request::ExtendKeys() {
+  const std::size_t unit = scheme_.hash_unit;
+  const bool plain = options_.extras.lora_name.empty() &&
+                     options_.extras.multimodal.empty() &&
+                     options_.extras.cache_salt.empty();
+  for (std::size_t k = keys_.size(); (k + 1) * unit <= tokens_.size(); ++k) {
+    const BlockHash& parent = k == 0 ? scheme_.seed_key : keys_[k - 1];
+    const std::span<const TokenId> unit_tokens(tokens_.data() + k * unit, unit);
+    if (plain) {
+      keys_.push_back(HashUnit(scheme_, parent, unit_tokens, {}));
+    } else {
+      const auto start = static_cast<std::uint32_t>(k * unit);
+      const std::vector<ExtraKey> extra = UnitExtraKeys(
+          options_.extras, start, start + static_cast<std::uint32_t>(unit));
+      keys_.push_back(HashUnit(scheme_, parent, unit_tokens, extra));
+    }
+  }
+}
+
+}  // namespace hkv

@@ -1,0 +1,42 @@
+// Full attention (and MLA): every position up to the end of the longest chain
+// of the request's keys is resumable. With a hash unit finer than the block,
+// a hit may end inside a page: a cached entry at a later boundary of the same
+// page proves every earlier boundary there (spec §3.1, phase 2).
+//
+// Thread-compatible.
+#pragma once
+
+#include "groups/group_manager.h"
+
+namespace hkv::internal {
+
+class FullAttentionManager final : public GroupManager {
+ public:
+  // REQUIRES: hash_unit divides block_size; alignment is hash_unit (fine
+  // hits) or a multiple of block_size.
+  FullAttentionManager(BlockPool& pool, const GroupGeometry& geometry);
+
+  // Phase 1: the run of cached full blocks from position 0. Phase 2 (fine):
+  // the first page not matched in full, proven by its own full entry or by a
+  // partial entry at or above the boundary, capped by max_length. Then the
+  // draft rewind of one alignment unit (at most one block). O(hit blocks + b/u).
+  GroupHit FindLongestHit(std::span<const BlockHash> keys,
+                          std::uint32_t max_length) const override;
+
+  std::uint32_t SkippedTokens(std::uint32_t) const override { return 0; }
+
+  // Registers full blocks, then (block != hash unit) the prompt's partial
+  // tail entries (spec §3.7.1).
+  void Commit(GroupTable& table, const Request& request,
+              std::uint32_t num_tokens) override;
+
+ private:
+  bool fine() const { return geometry_.alignment < geometry_.block_size; }
+  // Extends `hit` into the first page not matched in full (phase 2).
+  void ExtendIntoPage(std::span<const BlockHash> keys, std::uint32_t max_length,
+                      GroupHit& hit) const;
+  void CommitPartialTail(GroupTable& table, const Request& request,
+                         std::uint32_t num_tokens);
+};
+
+}  // namespace hkv::internal

@@ -1,0 +1,112 @@
+#include "groups/group_manager.h"
+
+#include <algorithm>
+
+#include "check.h"
+
+namespace hkv::internal {
+
+PrefixKey GroupManager::FullBlockKey(std::span<const BlockHash> keys,
+                                     std::uint32_t index) const {
+  const std::uint32_t units_per_block = geometry_.block_size / geometry_.hash_unit;
+  return {.hash = keys[(index + 1) * units_per_block - 1], .group = geometry_.id};
+}
+
+PrefixKey GroupManager::UnitKey(std::span<const BlockHash> keys,
+                                std::uint32_t num_tokens) const {
+  HKV_DCHECK(num_tokens > 0 && num_tokens % geometry_.hash_unit == 0);
+  return {.hash = keys[num_tokens / geometry_.hash_unit - 1], .group = geometry_.id};
+}
+
+std::uint32_t GroupManager::NumBlocksToAllocate(const GroupTable& table,
+                                                std::uint32_t num_tokens,
+                                                std::span<const BlockId> hit,
+                                                std::uint32_t num_local_computed) const {
+  const std::uint32_t required = BlocksFor(num_tokens);
+  const auto held = static_cast<std::uint32_t>(table.blocks.size());
+  const std::uint32_t skipped = SkippedTokens(num_local_computed) / geometry_.block_size;
+  const std::uint32_t local = static_cast<std::uint32_t>(hit.size()) + held;
+  const std::uint32_t num_new = required - std::min(required, std::max(skipped, local));
+  const std::uint32_t skip_hits = skipped > held ? skipped - held : 0;
+  std::uint32_t evictable = 0;
+  for (std::size_t i = skip_hits; i < hit.size(); ++i) {
+    evictable += hit[i] != kNullBlock && pool_.ref_count(hit[i]) == 0;
+  }
+  const bool copy_on_write = !hit.empty() && num_local_computed % geometry_.block_size != 0;
+  return num_new + evictable + (copy_on_write ? 1 : 0);
+}
+
+void GroupManager::AdoptHit(GroupTable& table, std::span<const BlockId> hit,
+                            std::uint32_t num_local_computed) {
+  HKV_DCHECK(table.blocks.empty());
+  const std::uint32_t skipped = std::min<std::uint32_t>(
+      SkippedTokens(num_local_computed) / geometry_.block_size,
+      static_cast<std::uint32_t>(hit.size()));
+  table.blocks.assign(skipped, kNullBlock);
+  for (std::size_t i = skipped; i < hit.size(); ++i) {
+    pool_.Touch(hit[i]);
+    table.blocks.push_back(hit[i]);
+  }
+  table.num_committed_blocks = static_cast<std::uint32_t>(table.blocks.size());
+  if (hit.size() > skipped && num_local_computed % geometry_.block_size != 0) {
+    const std::uint32_t index = num_local_computed / geometry_.block_size;
+    table.partial_hit = GroupTable::PartialHit{.index = index, .source = hit.back()};
+    table.num_committed_blocks = index;
+  }
+}
+
+void GroupManager::AllocateNew(GroupTable& table, std::uint32_t num_tokens,
+                               std::vector<BlockId>& placed, CopyLog& log) {
+  if (table.partial_hit) {
+    const auto [index, source] = *table.partial_hit;
+    table.partial_hit.reset();
+    const BlockId destination = pool_.AllocateOne();
+    pool_.Touch(destination);  // pinned with the source until the copy ran
+    table.blocks[index] = destination;
+    log.copies.push_back(
+        {.source = source, .destination = destination, .group = geometry_.id});
+    log.retained.push_back(source);
+    log.retained.push_back(destination);
+    placed.push_back(destination);
+  }
+  const std::uint32_t required = BlocksFor(num_tokens);
+  const auto held = static_cast<std::uint32_t>(table.blocks.size());
+  if (required <= held) return;
+  const std::size_t first_new = table.blocks.size();
+  pool_.Allocate(required - held, table.blocks);
+  placed.insert(placed.end(), table.blocks.begin() + static_cast<std::ptrdiff_t>(first_new),
+                table.blocks.end());
+}
+
+void GroupManager::RemoveSkippedBlocks(GroupTable& table, std::uint32_t num_processed) {
+  const std::uint32_t count = std::min<std::uint32_t>(
+      SkippedTokens(num_processed) / geometry_.block_size,
+      static_cast<std::uint32_t>(table.blocks.size()));
+  std::vector<BlockId> released;
+  for (std::uint32_t i = count; i-- > 0;) {
+    if (table.blocks[i] == kNullBlock) break;  // freed by an earlier call
+    released.push_back(table.blocks[i]);
+    table.blocks[i] = kNullBlock;
+  }
+  if (!released.empty()) pool_.Free(released);
+}
+
+void GroupManager::Free(GroupTable& table) {
+  std::reverse(table.blocks.begin(), table.blocks.end());
+  pool_.Free(table.blocks);
+  table = GroupTable{};
+}
+
+void GroupManager::CommitFullBlocks(GroupTable& table, std::span<const BlockHash> keys,
+                                    std::uint32_t num_tokens) {
+  const std::uint32_t full = num_tokens / geometry_.block_size;
+  HKV_DCHECK(full <= table.blocks.size());
+  for (std::uint32_t i = table.num_committed_blocks; i < full; ++i) {
+    const BlockId block = table.blocks[i];
+    if (block == kNullBlock) continue;
+    pool_.CacheFull(block, FullBlockKey(keys, i), (i + 1) * geometry_.block_size);
+  }
+  table.num_committed_blocks = std::max(table.num_committed_blocks, full);
+}
+
+}  // namespace hkv::internal

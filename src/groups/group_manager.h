@@ -1,0 +1,123 @@
+// One cache group's policy over the shared block pool: how it finds its
+// longest resumable prefix, how many blocks a request needs, and what it
+// registers in the prefix index. Requests' block tables live with the caller
+// (the cache core) and are passed in, so a manager holds no per-request state.
+//
+// The generic allocation, adoption, freeing and skipping of spec §3.6 are
+// implemented here once; group kinds override the lookup, the tokens that
+// fall out of their window, and caching.
+//
+// Thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/block_pool.h"
+#include "hkv/request.h"
+#include "hkv/types.h"
+
+namespace hkv::internal {
+
+enum class DraftRewind { kNone, kEagle };
+
+// Fixed facts of a group, decided by the cache core at construction.
+struct GroupGeometry {
+  GroupId id{0};
+  std::uint32_t block_size = 16;       // tokens one block covers
+  std::uint32_t hash_unit = 16;        // divides block_size
+  std::uint32_t alignment = 16;        // A: hits are multiples of it
+  std::uint32_t scheduler_block = 16;  // S: lcm of all groups' block sizes
+  DraftRewind rewind = DraftRewind::kNone;
+};
+
+// One request's blocks in one group.
+struct GroupTable {
+  std::vector<BlockId> blocks;        // index i covers tokens [i*b, (i+1)*b)
+  std::uint32_t num_committed_blocks = 0;
+  // A hit ending inside blocks[index]: the request writes a private copy.
+  struct PartialHit {
+    std::uint32_t index;
+    BlockId source;
+  };
+  std::optional<PartialHit> partial_hit;
+};
+
+struct GroupHit {
+  std::vector<BlockId> blocks;  // index-aligned with the block table
+  std::uint32_t num_tokens = 0;
+};
+
+// Blocks and copies produced by one allocation.
+struct CopyLog {
+  std::vector<BlockCopy> copies;
+  std::vector<BlockId> retained;  // endpoints pinned until the copy has run
+};
+
+class GroupManager {
+ public:
+  GroupManager(BlockPool& pool, const GroupGeometry& geometry)
+      : pool_(pool), geometry_(geometry) {}
+  virtual ~GroupManager() = default;
+  GroupManager(const GroupManager&) = delete;
+  GroupManager& operator=(const GroupManager&) = delete;
+
+  const GroupGeometry& geometry() const { return geometry_; }
+
+  // The largest resumable position <= max_length, a multiple of the
+  // alignment, after this group's draft rewind; blocks index-aligned with the
+  // table. Pure: never touches reference counts.
+  virtual GroupHit FindLongestHit(std::span<const BlockHash> keys,
+                                  std::uint32_t max_length) const = 0;
+
+  // Tokens a request no longer reads once `num_computed` tokens are
+  // computed (window groups); their blocks may be released.
+  virtual std::uint32_t SkippedTokens(std::uint32_t num_computed) const = 0;
+
+  // Registers what the request's first `num_tokens` tokens let later
+  // requests reuse. REQUIRES: num_tokens <= request.num_tokens(), and the
+  // table covers them.
+  virtual void Commit(GroupTable& table, const Request& request,
+                      std::uint32_t num_tokens) = 0;
+
+  // New blocks (plus evictable hit blocks) the allocation would take from
+  // the free queue (spec §3.6). `hit` is empty for running requests.
+  std::uint32_t NumBlocksToAllocate(const GroupTable& table, std::uint32_t num_tokens,
+                                    std::span<const BlockId> hit,
+                                    std::uint32_t num_local_computed) const;
+
+  // Takes references on a new request's hit blocks and records a partial
+  // hit for copy-on-write. REQUIRES: the table is empty.
+  void AdoptHit(GroupTable& table, std::span<const BlockId> hit,
+                std::uint32_t num_local_computed);
+
+  // Runs a pending copy-on-write, then grows the table to cover
+  // `num_tokens`. Appends the ids it placed in the table to `placed`.
+  void AllocateNew(GroupTable& table, std::uint32_t num_tokens,
+                   std::vector<BlockId>& placed, CopyLog& log);
+
+  // Releases blocks the request no longer reads (spec §3.6).
+  void RemoveSkippedBlocks(GroupTable& table, std::uint32_t num_processed);
+
+  // Releases the whole table, last block first.
+  void Free(GroupTable& table);
+
+ protected:
+  std::uint32_t BlocksFor(std::uint32_t num_tokens) const {
+    return (num_tokens + geometry_.block_size - 1) / geometry_.block_size;
+  }
+  // Key of the prefix ending at block `index`'s end.
+  PrefixKey FullBlockKey(std::span<const BlockHash> keys, std::uint32_t index) const;
+  // Key of the prefix of `num_tokens` tokens (a multiple of the hash unit).
+  PrefixKey UnitKey(std::span<const BlockHash> keys, std::uint32_t num_tokens) const;
+  // Registers the full blocks [committed, num_tokens / b) under their keys.
+  void CommitFullBlocks(GroupTable& table, std::span<const BlockHash> keys,
+                        std::uint32_t num_tokens);
+
+  BlockPool& pool_;
+  const GroupGeometry geometry_;
+};
+
+}  // namespace hkv::internal
