@@ -27,11 +27,11 @@ void AbortInvariant(std::string_view condition, std::source_location where) {
 
 std::uint32_t CheckedCount(std::size_t value, std::string_view what) {
   if (value > std::numeric_limits<std::uint32_t>::max()) {
-    ThrowUsageError("count fits in 32 bits", std::string(what) + " exceed 2^32 - 1",
+    ThrowUsageError("count fits in 32 bits",
+                    std::string(what) + " exceed 2^32 - 1",
                     std::source_location::current());
   }
   return static_cast<std::uint32_t>(value);
 }
 
 }  // namespace hkv::internal
-

@@ -16,7 +16,8 @@
 
 namespace hkv::internal {
 
-[[noreturn]] void ThrowUsageError(std::string_view condition, std::string_view message,
+[[noreturn]] void ThrowUsageError(std::string_view condition,
+                                  std::string_view message,
                                   std::source_location where);
 [[noreturn]] void AbortInvariant(std::string_view condition,
                                  std::source_location where);
@@ -27,10 +28,10 @@ std::uint32_t CheckedCount(std::size_t value, std::string_view what);
 
 }  // namespace hkv::internal
 
-#define HKV_REQUIRE(cond, msg)                                  \
-  do {                                                          \
-    if (!(cond)) [[unlikely]]                                   \
-      ::hkv::internal::ThrowUsageError(#cond, (msg),            \
+#define HKV_REQUIRE(cond, msg)                                           \
+  do {                                                                   \
+    if (!(cond)) [[unlikely]]                                            \
+      ::hkv::internal::ThrowUsageError(#cond, (msg),                     \
                                        std::source_location::current()); \
   } while (0)
 
@@ -39,9 +40,9 @@ std::uint32_t CheckedCount(std::size_t value, std::string_view what);
   do {                   \
   } while (0)
 #else
-#define HKV_DCHECK(cond)                                                      \
-  do {                                                                        \
-    if (!(cond)) [[unlikely]]                                                 \
+#define HKV_DCHECK(cond)                                                       \
+  do {                                                                         \
+    if (!(cond)) [[unlikely]]                                                  \
       ::hkv::internal::AbortInvariant(#cond, std::source_location::current()); \
   } while (0)
 #endif

@@ -32,7 +32,8 @@ KeyScheme Scheme(KeyFunction function, std::uint32_t unit = 16) {
   return *MakeKeyScheme({.function = function, .hash_unit = unit, .seed = "0"});
 }
 
-constexpr char kSeedKey[] = "4e1195df020de59e0d65a33a4279f1183e7ae4e5d980e309f8b55adff2e61c3e";
+constexpr char kSeedKey[] =
+    "4e1195df020de59e0d65a33a4279f1183e7ae4e5d980e309f8b55adff2e61c3e";
 
 TEST(KeysTest, SeedKeyIsSha256OfCborTextString) {
   EXPECT_EQ(SeedKey(KeyFunction::kSha256Cbor, "0").Hex(), kSeedKey);
@@ -40,15 +41,17 @@ TEST(KeysTest, SeedKeyIsSha256OfCborTextString) {
 
 TEST(KeysTest, FirstUnitCborInputMatchesReference) {
   const KeyScheme scheme = Scheme(KeyFunction::kSha256Cbor);
-  EXPECT_EQ(Hex(UnitKeyInput(scheme, scheme.seed_key, Iota(0, 16), {})),
-            "8358204e1195df020de59e0d65a33a4279f1183e7ae4e5d980e309f8b55adff2e61c3e"
-            "90000102030405060708090a0b0c0d0e0ff6");
+  EXPECT_EQ(
+      Hex(UnitKeyInput(scheme, scheme.seed_key, Iota(0, 16), {})),
+      "8358204e1195df020de59e0d65a33a4279f1183e7ae4e5d980e309f8b55adff2e61c3e"
+      "90000102030405060708090a0b0c0d0e0ff6");
 }
 
 TEST(KeysTest, Sha256ChainMatchesReference) {
   const KeyScheme scheme = Scheme(KeyFunction::kSha256Cbor);
   const BlockHash first = HashUnit(scheme, scheme.seed_key, Iota(0, 16), {});
-  EXPECT_EQ(first.Hex(), "d830de3d42c00f25a2949b5d12d98642664a44872c1614c5b0147556276afc9c");
+  EXPECT_EQ(first.Hex(),
+            "d830de3d42c00f25a2949b5d12d98642664a44872c1614c5b0147556276afc9c");
   EXPECT_EQ(HashUnit(scheme, first, Iota(16, 32), {}).Hex(),
             "fedd9e4abebebbe6f6cf96b682f08d316063fe2f22a5c552192dd62904fcccac");
 }
@@ -62,9 +65,10 @@ TEST(KeysTest, Sha256WithSaltMatchesReference) {
 
 TEST(KeysTest, Sha256WithLoraAndMultimodalMatchesReference) {
   const KeyScheme scheme = Scheme(KeyFunction::kSha256Cbor);
-  const std::vector<TokenId> tokens = {0, 1, 23, 24, 255, 256, 65535, 65536, 151935,
-                                       4294967295u};
-  const std::vector<ExtraKey> extra = {{.text = "lora-a"}, {.text = "aaa", .offset = -5}};
+  const std::vector<TokenId> tokens = {0,   1,     23,    24,     255,
+                                       256, 65535, 65536, 151935, 4294967295u};
+  const std::vector<ExtraKey> extra = {{.text = "lora-a"},
+                                       {.text = "aaa", .offset = -5}};
   EXPECT_EQ(HashUnit(scheme, scheme.seed_key, tokens, extra).Hex(),
             "c653d23660e39fd6549c8f9c13ab5391e005c2f61d5bc044270e69875819768e");
 }
@@ -73,47 +77,56 @@ TEST(KeysTest, Sha256WithLoraAndMultimodalMatchesReference) {
 // vector above (whose parent is the SHA-256 seed key).
 TEST(KeysTest, Xxh3DigestOfReferenceInputMatches) {
   const KeyScheme sha = Scheme(KeyFunction::kSha256Cbor);
-  const std::vector<std::uint8_t> input = UnitKeyInput(sha, sha.seed_key, Iota(0, 16), {});
-  EXPECT_EQ(internal::Xxh3_128(input).Hex(16), "c201e2aa47f60ea5035664f8edea325c");
+  const std::vector<std::uint8_t> input =
+      UnitKeyInput(sha, sha.seed_key, Iota(0, 16), {});
+  EXPECT_EQ(internal::Xxh3_128(input).Hex(16),
+            "c201e2aa47f60ea5035664f8edea325c");
 }
 
 // An xxh3 chain starts, as the reference's does, from the xxh3 digest of the
 // seed, and its parents are 16-byte strings.
 TEST(KeysTest, Xxh3ChainUsesSixteenByteParents) {
   const KeyScheme scheme = Scheme(KeyFunction::kXxh3_128Cbor);
-  EXPECT_EQ(scheme.seed_key, internal::Xxh3_128(std::vector<std::uint8_t>{0x61, 0x30}));
+  EXPECT_EQ(scheme.seed_key,
+            internal::Xxh3_128(std::vector<std::uint8_t>{0x61, 0x30}));
   const std::vector<std::uint8_t> input =
       UnitKeyInput(scheme, scheme.seed_key, Iota(0, 16), {});
   EXPECT_EQ(Hex(std::span(input).first(2)), "8350");  // [bytes(16), ...
   EXPECT_EQ(input.size(), 2u + 16u + 1u + 16u + 1u);
-  EXPECT_EQ(HashUnit(scheme, scheme.seed_key, Iota(0, 16), {}), internal::Xxh3_128(input));
+  EXPECT_EQ(HashUnit(scheme, scheme.seed_key, Iota(0, 16), {}),
+            internal::Xxh3_128(input));
 }
 
 // The hand-written encoder agrees with nlohmann::json's CBOR writer.
 TEST(KeysTest, CborInputAgreesWithJsonLibrary) {
   const KeyScheme scheme = Scheme(KeyFunction::kSha256Cbor);
-  const std::vector<TokenId> tokens = {0, 23, 24, 255, 256, 65535, 65536, 4294967295u};
-  const std::vector<ExtraKey> extra = {{.text = "lora"}, {.text = "img", .offset = -300},
-                                       {.text = "salt"}};
+  const std::vector<TokenId> tokens = {0,   23,    24,    255,
+                                       256, 65535, 65536, 4294967295u};
+  const std::vector<ExtraKey> extra = {
+      {.text = "lora"}, {.text = "img", .offset = -300}, {.text = "salt"}};
   const std::vector<std::uint8_t> parent(scheme.seed_key.bytes.begin(),
                                          scheme.seed_key.bytes.end());
   nlohmann::json expected = nlohmann::json::array(
       {nlohmann::json::binary(parent), tokens,
-       nlohmann::json::array({"lora", nlohmann::json::array({"img", -300}), "salt"})});
+       nlohmann::json::array(
+           {"lora", nlohmann::json::array({"img", -300}), "salt"})});
   EXPECT_EQ(UnitKeyInput(scheme, scheme.seed_key, tokens, extra),
             nlohmann::json::to_cbor(expected));
 }
 
 TEST(KeysTest, UnitExtraKeysFollowReferenceOrderAndOffsets) {
   // V-18's items: (offset 11, len 10, "aaa"), (30, 18, "bbb"), (48, 7, "ccc").
-  const KeyExtras extras = {.lora_name = "lora-a",
-                            .multimodal = {{"aaa", 11, 10}, {"bbb", 30, 18}, {"ccc", 48, 7}},
-                            .cache_salt = "salt1"};
+  const KeyExtras extras = {
+      .lora_name = "lora-a",
+      .multimodal = {{"aaa", 11, 10}, {"bbb", 30, 18}, {"ccc", 48, 7}},
+      .cache_salt = "salt1"};
   using ::testing::ElementsAre;
-  EXPECT_THAT(UnitExtraKeys(extras, 0, 16),
-              ElementsAre(ExtraKey{"lora-a"}, ExtraKey{"aaa", 11}, ExtraKey{"salt1"}));
+  EXPECT_THAT(
+      UnitExtraKeys(extras, 0, 16),
+      ElementsAre(ExtraKey{"lora-a"}, ExtraKey{"aaa", 11}, ExtraKey{"salt1"}));
   EXPECT_THAT(UnitExtraKeys(extras, 16, 32),
-              ElementsAre(ExtraKey{"lora-a"}, ExtraKey{"aaa", -5}, ExtraKey{"bbb", 14}));
+              ElementsAre(ExtraKey{"lora-a"}, ExtraKey{"aaa", -5},
+                          ExtraKey{"bbb", 14}));
   EXPECT_THAT(UnitExtraKeys(extras, 32, 48),
               ElementsAre(ExtraKey{"lora-a"}, ExtraKey{"bbb", -2}));
   EXPECT_THAT(UnitExtraKeys(extras, 48, 64),
@@ -129,7 +142,8 @@ TEST(KeysTest, RequestKeysGrowIncrementallyAndMatchOneShot) {
   grown.AppendTokens(std::span(all).subspan(7));
   const Request whole({.id = RequestId{2}}, all, scheme);
   ASSERT_EQ(grown.keys().size(), 7u);
-  EXPECT_TRUE(std::equal(grown.keys().begin(), grown.keys().end(), whole.keys().begin()));
+  EXPECT_TRUE(std::equal(grown.keys().begin(), grown.keys().end(),
+                         whole.keys().begin()));
   EXPECT_EQ(grown.num_prompt_tokens(), 6u);
 }
 
@@ -137,12 +151,15 @@ TEST(KeysTest, SaltIsolatesTheWholeChain) {
   const KeyScheme scheme = Scheme(KeyFunction::kSha256Cbor, 4);
   const std::vector<TokenId> tokens = Iota(0, 12);
   const Request plain({.id = RequestId{1}}, tokens, scheme);
-  const Request salted({.id = RequestId{2}, .extras = {.cache_salt = "s"}}, tokens, scheme);
-  for (std::size_t k = 0; k < 3; ++k) EXPECT_NE(plain.keys()[k], salted.keys()[k]);
+  const Request salted({.id = RequestId{2}, .extras = {.cache_salt = "s"}},
+                       tokens, scheme);
+  for (std::size_t k = 0; k < 3; ++k)
+    EXPECT_NE(plain.keys()[k], salted.keys()[k]);
 }
 
 TEST(KeysTest, RejectsZeroHashUnitAndUnknownFunction) {
-  EXPECT_EQ(MakeKeyScheme({.hash_unit = 0}).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(MakeKeyScheme({.hash_unit = 0}).error().code,
+            ErrorCode::kInvalidArgument);
   EXPECT_FALSE(ParseKeyFunction("md5").has_value());
   EXPECT_EQ(*ParseKeyFunction("xxh3_128_cbor"), KeyFunction::kXxh3_128Cbor);
 }

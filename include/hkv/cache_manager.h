@@ -29,6 +29,7 @@
 #include <span>
 #include <vector>
 
+#include "hkv/events.h"
 #include "hkv/keys.h"
 #include "hkv/request.h"
 #include "hkv/result.h"
@@ -36,7 +37,10 @@
 
 namespace hkv {
 
-enum class GroupKind { kFullAttention };
+enum class GroupKind {
+  kFullAttention,  // full attention and MLA
+  kSlidingWindow,  // sliding-window attention over `sliding_window` tokens
+};
 
 // Whether the group's layers feed a draft model (EAGLE/MTP) that must
 // recompute the last hash unit of a hit.
@@ -46,15 +50,18 @@ struct GroupSpec {
   GroupKind kind = GroupKind::kFullAttention;
   std::uint32_t block_size = 16;  // tokens per block
   Speculation speculation = Speculation::kNone;
+  std::uint32_t sliding_window = 0;  // W, for kSlidingWindow
 };
 
 enum class PrefixCaching { kEnabled, kDisabled };
+enum class KvEventMode { kDisabled, kEnabled };
 
 struct CacheConfig {
   std::vector<GroupSpec> groups;
   std::uint32_t num_blocks = 0;  // including the null block (id 0)
   KeySchemeOptions keys;         // hash unit must divide every block size
   PrefixCaching caching = PrefixCaching::kEnabled;
+  KvEventMode events = KvEventMode::kDisabled;
   std::uint32_t max_model_len = std::numeric_limits<std::uint32_t>::max();
 
   // kInvalidArgument naming the offending field.
@@ -145,6 +152,10 @@ class CacheManager {
   // Drops every cached prefix. Returns false and changes nothing while any
   // request holds blocks.
   bool ResetPrefixCache();
+
+  // Events recorded since the last call, oldest first; BlockStored events
+  // carry their group's kind.
+  std::vector<KvEvent> TakeEvents();
 
   // Returns and clears the counters.
   PrefixCacheStats TakeStats();

@@ -75,14 +75,14 @@ struct MultimodalItem {
 
 // What besides the tokens isolates a request's keys.
 struct KeyExtras {
-  std::string lora_name = {};  // empty: no adapter
+  std::string lora_name = {};                   // empty: no adapter
   std::vector<MultimodalItem> multimodal = {};  // sorted by offset
-  std::string cache_salt = {};  // empty: no salt
+  std::string cache_salt = {};                  // empty: no salt
 };
 
 // Extra keys of the unit covering tokens [start, end).
-std::vector<ExtraKey> UnitExtraKeys(const KeyExtras& extras, std::uint32_t start,
-                                    std::uint32_t end);
+std::vector<ExtraKey> UnitExtraKeys(const KeyExtras& extras,
+                                    std::uint32_t start, std::uint32_t end);
 
 // Digest of the CBOR text string `seed`.
 BlockHash SeedKey(KeyFunction function, std::string_view seed);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -29,6 +30,7 @@ struct RequestOptions {
   RequestId id{0};
   KeyExtras extras = {};
   CacheRead cache_read = CacheRead::kAllowed;
+  std::optional<std::uint32_t> lora_id = std::nullopt;  // reported in KV events
 };
 
 class Request {
@@ -45,6 +47,7 @@ class Request {
   const KeyScheme& key_scheme() const { return scheme_; }
   const KeyExtras& extras() const { return options_.extras; }
   CacheRead cache_read() const { return options_.cache_read; }
+  std::optional<std::uint32_t> lora_id() const { return options_.lora_id; }
   std::span<const TokenId> tokens() const { return tokens_; }
   std::uint32_t num_tokens() const;
   std::uint32_t num_prompt_tokens() const { return num_prompt_tokens_; }

@@ -20,7 +20,13 @@
 
 namespace hkv {
 
-enum class ErrorCode { kInvalidArgument, kNotFound, kInfeasible, kIoError, kCorruption };
+enum class ErrorCode {
+  kInvalidArgument,
+  kNotFound,
+  kInfeasible,
+  kIoError,
+  kCorruption
+};
 
 struct Error {
   ErrorCode code;

@@ -52,8 +52,12 @@ struct BlockCopy {
   friend bool operator==(const BlockCopy&, const BlockCopy&) = default;
 };
 
-constexpr std::uint32_t ToIndex(BlockId id) { return static_cast<std::uint32_t>(id); }
-constexpr std::uint32_t ToIndex(GroupId id) { return static_cast<std::uint32_t>(id); }
+constexpr std::uint32_t ToIndex(BlockId id) {
+  return static_cast<std::uint32_t>(id);
+}
+constexpr std::uint32_t ToIndex(GroupId id) {
+  return static_cast<std::uint32_t>(id);
+}
 
 }  // namespace hkv
 

@@ -4,6 +4,7 @@
 
 #include "check.h"
 #include "groups/full_attention.h"
+#include "groups/sliding_window.h"
 
 namespace hkv::internal {
 namespace {
@@ -14,6 +15,24 @@ KeyScheme SchemeOf(const CacheConfig& config) {
   return *MakeKeyScheme(config.keys);
 }
 
+std::unique_ptr<GroupManager> MakeManager(const GroupSpec& spec,
+                                          BlockPool& pool,
+                                          const GroupGeometry& geometry) {
+  switch (spec.kind) {
+    case GroupKind::kSlidingWindow:
+      return std::make_unique<SlidingWindowManager>(pool, geometry,
+                                                    spec.sliding_window);
+    case GroupKind::kFullAttention:
+      break;
+  }
+  return std::make_unique<FullAttentionManager>(pool, geometry);
+}
+
+std::string_view KindName(GroupKind kind) {
+  return kind == GroupKind::kSlidingWindow ? "sliding_window"
+                                           : "full_attention";
+}
+
 GroupGeometry GeometryOf(const CacheConfig& config, std::size_t index) {
   const GroupSpec& spec = config.groups[index];
   const std::uint32_t unit = config.keys.hash_unit;
@@ -22,8 +41,9 @@ GroupGeometry GeometryOf(const CacheConfig& config, std::size_t index) {
           .hash_unit = unit,
           .alignment = unit < spec.block_size ? unit : spec.block_size,
           .scheduler_block = spec.block_size,
-          .rewind = spec.speculation == Speculation::kEagle ? DraftRewind::kEagle
-                                                            : DraftRewind::kNone};
+          .rewind = spec.speculation == Speculation::kEagle
+                        ? DraftRewind::kEagle
+                        : DraftRewind::kNone};
 }
 
 }  // namespace
@@ -31,11 +51,14 @@ GroupGeometry GeometryOf(const CacheConfig& config, std::size_t index) {
 CacheCore::CacheCore(const CacheConfig& config)
     : config_(config),
       scheme_(SchemeOf(config)),
-      pool_(config.num_blocks, config.caching == PrefixCaching::kEnabled
-                                   ? Caching::kEnabled
-                                   : Caching::kDisabled) {
+      pool_(config.num_blocks,
+            config.caching == PrefixCaching::kEnabled ? Caching::kEnabled
+                                                      : Caching::kDisabled,
+            config.events == KvEventMode::kEnabled ? Events::kEnabled
+                                                   : Events::kDisabled) {
   for (std::size_t i = 0; i < config.groups.size(); ++i) {
-    groups_.push_back(std::make_unique<FullAttentionManager>(pool_, GeometryOf(config, i)));
+    groups_.push_back(
+        MakeManager(config.groups[i], pool_, GeometryOf(config, i)));
   }
 }
 
@@ -52,28 +75,33 @@ CacheHit CacheCore::Lookup(const Request& request) const {
   if (!pool_.caching_enabled() || request.cache_read() == CacheRead::kSkipped) {
     return hit;
   }
-  GroupHit group_hit = groups_[0]->FindLongestHit(request.keys(), MaxHitLength(request));
+  GroupHit group_hit =
+      groups_[0]->FindLongestHit(request.keys(), MaxHitLength(request));
   hit.num_tokens = group_hit.num_tokens;
   hit.blocks[0] = std::move(group_hit.blocks);
   return hit;
 }
 
-void CacheCore::CheckAllocation(const Request& request, const AllocationRequest& args,
+void CacheCore::CheckAllocation(const Request& request,
+                                const AllocationRequest& args,
                                 bool running) const {
   HKV_REQUIRE(request.key_scheme() == scheme_,
               "request keyed with a different key scheme than the cache");
   const CacheHit* hit = args.hit;
-  HKV_REQUIRE(args.num_new_tokens > 0 || (hit != nullptr && hit->num_tokens > 0),
-              "an allocation needs new tokens or a hit");
+  HKV_REQUIRE(
+      args.num_new_tokens > 0 || (hit != nullptr && hit->num_tokens > 0),
+      "an allocation needs new tokens or a hit");
   if (hit == nullptr) return;
   HKV_REQUIRE(!running || hit->num_tokens == 0,
               "a hit can only be adopted by a request that holds no blocks");
-  HKV_REQUIRE(hit->blocks.size() == groups_.size(), "the hit has one block list per group");
+  HKV_REQUIRE(hit->blocks.size() == groups_.size(),
+              "the hit has one block list per group");
   for (const std::vector<BlockId>& blocks : hit->blocks) {
     for (BlockId b : blocks) {
       HKV_REQUIRE(ToIndex(b) < pool_.num_blocks(), "hit block id out of range");
       HKV_REQUIRE(b == kNullBlock || pool_.primary_num_tokens(b) > 0,
-                  "a hit block was evicted since the lookup; look the request up again");
+                  "a hit block was evicted since the lookup; look the request "
+                  "up again");
     }
   }
 }
@@ -110,7 +138,8 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
     }
   }
   const RequestState* state = running ? &it->second : nullptr;
-  if (BlocksNeeded(state, args, num_slots, num_local) > pool_.num_free_blocks()) {
+  if (BlocksNeeded(state, args, num_slots, num_local) >
+      pool_.num_free_blocks()) {
     return std::nullopt;
   }
   if (!running) {
@@ -125,21 +154,24 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
   // allocation cannot evict another group's hit blocks.
   if (hit_tokens > 0) {
     for (std::size_t g = 0; g < groups_.size(); ++g) {
-      groups_[g]->AdoptHit(mutable_state.tables[g], args.hit->blocks[g], num_local);
+      groups_[g]->AdoptHit(mutable_state.tables[g], args.hit->blocks[g],
+                           num_local);
     }
   }
   NewBlocks placed;
   placed.blocks.resize(groups_.size());
   for (std::size_t g = 0; g < groups_.size(); ++g) {
-    groups_[g]->AllocateNew(mutable_state.tables[g], num_slots, placed.blocks[g],
-                            pending_copies_);
+    groups_[g]->AllocateNew(mutable_state.tables[g], num_slots,
+                            placed.blocks[g], pending_copies_);
   }
   return placed;
 }
 
-void CacheCore::Commit(const Request& request, std::uint32_t num_computed_tokens) {
+void CacheCore::Commit(const Request& request,
+                       std::uint32_t num_computed_tokens) {
   auto it = requests_.find(request.id());
-  HKV_REQUIRE(it != requests_.end(), "commit for a request that holds no blocks");
+  HKV_REQUIRE(it != requests_.end(),
+              "commit for a request that holds no blocks");
   const std::uint32_t n = std::min(num_computed_tokens, request.num_tokens());
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     const std::uint32_t b = groups_[g]->geometry().block_size;
@@ -155,7 +187,8 @@ void CacheCore::Commit(const Request& request, std::uint32_t num_computed_tokens
 void CacheCore::Free(RequestId id) {
   auto it = requests_.find(id);
   HKV_REQUIRE(it != requests_.end(), "free of a request that holds no blocks");
-  for (std::size_t g = 0; g < groups_.size(); ++g) groups_[g]->Free(it->second.tables[g]);
+  for (std::size_t g = 0; g < groups_.size(); ++g)
+    groups_[g]->Free(it->second.tables[g]);
   requests_.erase(it);
 }
 
@@ -177,11 +210,24 @@ bool CacheCore::ResetPrefixCache() {
   return true;
 }
 
+std::vector<KvEvent> CacheCore::TakeEvents() {
+  std::vector<KvEvent> events = pool_.events().Take();
+  for (KvEvent& event : events) {
+    if (auto* stored = std::get_if<BlockStored>(&event)) {
+      stored->spec_kind =
+          std::string(KindName(config_.groups[ToIndex(stored->group)].kind));
+    }
+  }
+  return events;
+}
+
 PrefixCacheStats CacheCore::TakeStats() { return std::exchange(stats_, {}); }
 
-std::span<const BlockId> CacheCore::block_table(RequestId id, GroupId group) const {
+std::span<const BlockId> CacheCore::block_table(RequestId id,
+                                                GroupId group) const {
   auto it = requests_.find(id);
-  HKV_REQUIRE(it != requests_.end(), "no block table for a request that holds no blocks");
+  HKV_REQUIRE(it != requests_.end(),
+              "no block table for a request that holds no blocks");
   HKV_REQUIRE(ToIndex(group) < groups_.size(), "group id out of range");
   return it->second.tables[ToIndex(group)].blocks;
 }

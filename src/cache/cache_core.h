@@ -24,19 +24,23 @@ class CacheCore {
   CacheCore& operator=(const CacheCore&) = delete;
 
   const KeyScheme& key_scheme() const { return scheme_; }
-  std::uint32_t num_groups() const { return static_cast<std::uint32_t>(groups_.size()); }
+  std::uint32_t num_groups() const {
+    return static_cast<std::uint32_t>(groups_.size());
+  }
   const GroupGeometry& geometry(GroupId group) const {
     return groups_[ToIndex(group)]->geometry();
   }
 
   CacheHit Lookup(const Request& request) const;
-  std::optional<NewBlocks> Allocate(const Request& request, const AllocationRequest& args);
+  std::optional<NewBlocks> Allocate(const Request& request,
+                                    const AllocationRequest& args);
   void Commit(const Request& request, std::uint32_t num_computed_tokens);
   void Free(RequestId id);
   std::vector<BlockCopy> TakeCopies();
   void FinishStep();
   bool ResetPrefixCache();
   PrefixCacheStats TakeStats();
+  std::vector<KvEvent> TakeEvents();
 
   bool HoldsBlocks(RequestId id) const { return requests_.contains(id); }
   std::span<const BlockId> block_table(RequestId id, GroupId group) const;
@@ -55,15 +59,17 @@ class CacheCore {
   std::uint32_t MaxHitLength(const Request& request) const;
   void CheckAllocation(const Request& request, const AllocationRequest& args,
                        bool running) const;
-  std::uint32_t BlocksNeeded(const RequestState* state, const AllocationRequest& args,
-                             std::uint32_t num_slots, std::uint32_t num_local) const;
+  std::uint32_t BlocksNeeded(const RequestState* state,
+                             const AllocationRequest& args,
+                             std::uint32_t num_slots,
+                             std::uint32_t num_local) const;
 
   CacheConfig config_;
   KeyScheme scheme_;
   BlockPool pool_;
   std::vector<std::unique_ptr<GroupManager>> groups_;
   absl::flat_hash_map<RequestId, RequestState> requests_;
-  CopyLog pending_copies_;             // queued, not yet taken
+  CopyLog pending_copies_;              // queued, not yet taken
   std::vector<BlockId> pinned_copies_;  // taken; unpinned by FinishStep
   PrefixCacheStats stats_;
 };

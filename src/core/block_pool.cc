@@ -4,8 +4,11 @@
 
 namespace hkv::internal {
 
-BlockPool::BlockPool(std::uint32_t num_blocks, Caching caching)
-    : caching_(caching), blocks_(num_blocks), free_queue_(num_blocks) {
+BlockPool::BlockPool(std::uint32_t num_blocks, Caching caching, Events events)
+    : caching_(caching),
+      blocks_(num_blocks),
+      free_queue_(num_blocks),
+      events_(events) {
   HKV_REQUIRE(num_blocks >= 1, "a pool needs at least the null block");
   const BlockId null_block = free_queue_.PopFront();
   HKV_DCHECK(null_block == kNullBlock);
@@ -30,7 +33,8 @@ BlockId BlockPool::AllocateOne() {
 }
 
 void BlockPool::Allocate(std::uint32_t n, std::vector<BlockId>& out) {
-  HKV_REQUIRE(n <= num_free_blocks(), "cannot allocate more blocks than are free");
+  HKV_REQUIRE(n <= num_free_blocks(),
+              "cannot allocate more blocks than are free");
   for (std::uint32_t i = 0; i < n; ++i) out.push_back(AllocateOne());
 }
 
@@ -63,7 +67,8 @@ void BlockPool::Free(std::span<const BlockId> ordered) {
   }
 }
 
-void BlockPool::SetPrimary(BlockId id, const PrefixKey& key, std::uint32_t num_tokens) {
+void BlockPool::SetPrimary(BlockId id, const PrefixKey& key,
+                           std::uint32_t num_tokens) {
   Block& b = blocks_[ToIndex(id)];
   b.primary = key;
   b.primary_num_tokens = num_tokens;
@@ -75,7 +80,8 @@ void BlockPool::AddAlias(BlockId id, const PrefixKey& key) {
   index_.Insert(key, id);
 }
 
-void BlockPool::CacheFull(BlockId id, const PrefixKey& key, std::uint32_t num_tokens) {
+void BlockPool::CacheFull(BlockId id, const PrefixKey& key,
+                          std::uint32_t num_tokens) {
   HKV_DCHECK(id != kNullBlock && num_tokens > 0);
   if (!caching_enabled()) return;
   const std::uint32_t i = ToIndex(id);
@@ -86,29 +92,39 @@ void BlockPool::CacheFull(BlockId id, const PrefixKey& key, std::uint32_t num_to
   SetPrimary(id, key, num_tokens);
 }
 
-void BlockPool::CachePartial(BlockId id, const PrefixKey& key, std::uint32_t num_tokens) {
-  if (id == kNullBlock || !caching_enabled()) return;
+bool BlockPool::CachePartial(BlockId id, const PrefixKey& key,
+                             std::uint32_t num_tokens) {
+  if (id == kNullBlock || !caching_enabled()) return false;
   const std::uint32_t i = ToIndex(id);
-  bool already = index_.Contains(key, id);
+  const bool already = index_.Contains(key, id);
   if (!already && HasPrimary(i) && blocks_[i].primary_num_tokens < num_tokens) {
     EvictKeys(id);  // a longer boundary supersedes the shorter entries
   }
-  if (already) return;
+  if (already) return false;
   if (HasPrimary(i)) {
     AddAlias(id, key);
   } else {
     SetPrimary(id, key, num_tokens);
   }
+  return true;
+}
+
+void BlockPool::RecordRemoval(const PrefixKey& key) {
+  events_.Record(BlockRemoved{.block_hashes = {key.hash}, .group = key.group});
 }
 
 void BlockPool::EvictKeys(BlockId id) {
   Block& b = blocks_[ToIndex(id)];
   if (b.primary_num_tokens == 0) return;
   index_.Erase(b.primary, id);
+  RecordRemoval(b.primary);
   b.primary_num_tokens = 0;
   b.primary = PrefixKey{};
   if (auto it = aliases_.find(id); it != aliases_.end()) {
-    for (const PrefixKey& key : it->second) index_.Erase(key, id);
+    for (const PrefixKey& key : it->second) {
+      index_.Erase(key, id);
+      RecordRemoval(key);
+    }
     aliases_.erase(it);
   }
 }
@@ -121,11 +137,13 @@ bool BlockPool::Reset() {
     b.primary_num_tokens = 0;
     b.primary = PrefixKey{};
   }
+  events_.Record(AllBlocksCleared{});
   return true;
 }
 
 bool BlockPool::CheckInvariants() const {
-  if (!free_queue_.CheckInvariants() || free_queue_.Contains(kNullBlock)) return false;
+  if (!free_queue_.CheckInvariants() || free_queue_.Contains(kNullBlock))
+    return false;
   std::size_t keys = 0;
   for (std::uint32_t i = 1; i < num_blocks(); ++i) {
     const Block& b = blocks_[i];

@@ -20,6 +20,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "core/event_log.h"
 #include "core/free_block_queue.h"
 #include "core/prefix_index.h"
 
@@ -34,17 +35,22 @@ struct PoolStats {
 class BlockPool {
  public:
   // REQUIRES: num_blocks >= 1 (block 0 becomes the null block).
-  BlockPool(std::uint32_t num_blocks, Caching caching);
+  BlockPool(std::uint32_t num_blocks, Caching caching,
+            Events events = Events::kDisabled);
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
-  std::uint32_t num_blocks() const { return static_cast<std::uint32_t>(blocks_.size()); }
+  std::uint32_t num_blocks() const {
+    return static_cast<std::uint32_t>(blocks_.size());
+  }
   std::uint32_t num_free_blocks() const { return free_queue_.size(); }
   bool caching_enabled() const { return caching_ == Caching::kEnabled; }
   // Fraction of usable blocks in use: 1 - free / (num_blocks - 1); 0 when
   // only the null block exists.
   double usage() const;
   const PoolStats& stats() const { return stats_; }
+  // Removals and clears are recorded here; group managers add what they store.
+  EventLog& events() { return events_; }
 
   // The first-inserted block registered under `key`. Never touches refs.
   std::optional<BlockId> FindCached(const PrefixKey& key) const {
@@ -71,25 +77,35 @@ class BlockPool {
 
   // Registers a partial entry (spec §2.6): a boundary inside the block. A
   // longer entry supersedes shorter ones; a shorter one becomes an alias of
-  // the block's longer primary. A no-op for the null block.
-  void CachePartial(BlockId id, const PrefixKey& key, std::uint32_t num_tokens);
+  // the block's longer primary. A no-op for the null block. Returns whether
+  // the key is new for this block.
+  bool CachePartial(BlockId id, const PrefixKey& key, std::uint32_t num_tokens);
 
-  // Drops every key of `id` (primary and aliases). The block stays where it is.
+  // Drops every key of `id` (primary and aliases), one BlockRemoved event per
+  // key. The block stays where it is.
   void EvictKeys(BlockId id);
 
   // Clears every key when no block other than the null block is in use;
   // returns false and changes nothing otherwise.
   bool Reset();
 
-  std::uint32_t ref_count(BlockId id) const { return blocks_[ToIndex(id)].ref_count; }
+  std::uint32_t ref_count(BlockId id) const {
+    return blocks_[ToIndex(id)].ref_count;
+  }
   // Tokens the block's primary key proves; 0 when it has none.
   std::uint32_t primary_num_tokens(BlockId id) const {
     return blocks_[ToIndex(id)].primary_num_tokens;
   }
-  const PrefixKey& primary_key(BlockId id) const { return blocks_[ToIndex(id)].primary; }
-  bool HasKey(BlockId id, const PrefixKey& key) const { return index_.Contains(key, id); }
+  const PrefixKey& primary_key(BlockId id) const {
+    return blocks_[ToIndex(id)].primary;
+  }
+  bool HasKey(BlockId id, const PrefixKey& key) const {
+    return index_.Contains(key, id);
+  }
   std::size_t num_keys() const { return index_.size(); }
-  std::vector<BlockId> FreeQueueSnapshot() const { return free_queue_.Snapshot(); }
+  std::vector<BlockId> FreeQueueSnapshot() const {
+    return free_queue_.Snapshot();
+  }
 
   // Returns false on any broken invariant: free queue membership <=> ref 0
   // and not null; every key registered for exactly the blocks that own it.
@@ -103,9 +119,12 @@ class BlockPool {
     PrefixKey primary;
   };
 
-  bool HasPrimary(std::uint32_t i) const { return blocks_[i].primary_num_tokens > 0; }
+  bool HasPrimary(std::uint32_t i) const {
+    return blocks_[i].primary_num_tokens > 0;
+  }
   void SetPrimary(BlockId id, const PrefixKey& key, std::uint32_t num_tokens);
   void AddAlias(BlockId id, const PrefixKey& key);
+  void RecordRemoval(const PrefixKey& key);
 
   Caching caching_;
   std::vector<Block> blocks_;
@@ -115,6 +134,7 @@ class BlockPool {
   absl::flat_hash_map<BlockId, absl::InlinedVector<PrefixKey, 1>> aliases_;
   std::vector<BlockId> free_scratch_;
   PoolStats stats_;
+  EventLog events_;
 };
 
 }  // namespace hkv::internal

@@ -47,7 +47,8 @@ void FreeBlockQueue::PushFront(BlockId id) {
 std::vector<BlockId> FreeBlockQueue::Snapshot() const {
   std::vector<BlockId> out;
   out.reserve(size_);
-  for (std::uint32_t i = links_[sentinel_].next; i != sentinel_; i = links_[i].next) {
+  for (std::uint32_t i = links_[sentinel_].next; i != sentinel_;
+       i = links_[i].next) {
     out.push_back(BlockId{i});
   }
   return out;
@@ -55,13 +56,15 @@ std::vector<BlockId> FreeBlockQueue::Snapshot() const {
 
 bool FreeBlockQueue::CheckInvariants() const {
   std::uint32_t count = 0;
-  for (std::uint32_t i = links_[sentinel_].next; i != sentinel_; i = links_[i].next) {
+  for (std::uint32_t i = links_[sentinel_].next; i != sentinel_;
+       i = links_[i].next) {
     if (i >= sentinel_ || links_[links_[i].next].prev != i || ++count > size_) {
       return false;
     }
   }
   std::uint32_t queued = 0;
-  for (std::uint32_t i = 0; i < sentinel_; ++i) queued += links_[i].next != kNotQueued;
+  for (std::uint32_t i = 0; i < sentinel_; ++i)
+    queued += links_[i].next != kNotQueued;
   return count == size_ && queued == size_;
 }
 

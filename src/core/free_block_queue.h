@@ -19,7 +19,9 @@ class FreeBlockQueue {
 
   std::uint32_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  bool Contains(BlockId id) const { return links_[ToIndex(id)].next != kNotQueued; }
+  bool Contains(BlockId id) const {
+    return links_[ToIndex(id)].next != kNotQueued;
+  }
   BlockId front() const { return BlockId{links_[sentinel_].next}; }
 
   // REQUIRES: !empty().

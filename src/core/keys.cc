@@ -70,15 +70,16 @@ std::string_view KeyFunctionName(KeyFunction function) {
 
 Result<KeyScheme> MakeKeyScheme(const KeySchemeOptions& options) {
   if (options.hash_unit == 0) {
-    return Fail(ErrorCode::kInvalidArgument, "hash unit must be at least 1 token");
+    return Fail(ErrorCode::kInvalidArgument,
+                "hash unit must be at least 1 token");
   }
   return KeyScheme{.function = options.function,
                    .hash_unit = options.hash_unit,
                    .seed_key = SeedKey(options.function, options.seed)};
 }
 
-std::vector<ExtraKey> UnitExtraKeys(const KeyExtras& extras, std::uint32_t start,
-                                    std::uint32_t end) {
+std::vector<ExtraKey> UnitExtraKeys(const KeyExtras& extras,
+                                    std::uint32_t start, std::uint32_t end) {
   std::vector<ExtraKey> keys;
   if (!extras.lora_name.empty()) keys.push_back({.text = extras.lora_name});
   for (const MultimodalItem& item : extras.multimodal) {

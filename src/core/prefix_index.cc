@@ -6,8 +6,8 @@ namespace hkv::internal {
 
 bool PrefixIndex::Contains(const PrefixKey& key, BlockId block) const {
   auto it = map_.find(key);
-  return it != map_.end() &&
-         std::find(it->second.begin(), it->second.end(), block) != it->second.end();
+  return it != map_.end() && std::find(it->second.begin(), it->second.end(),
+                                       block) != it->second.end();
 }
 
 void PrefixIndex::Insert(const PrefixKey& key, BlockId block) {

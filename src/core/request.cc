@@ -9,7 +9,8 @@ Request::Request(RequestOptions options, std::span<const TokenId> prompt,
     : options_(std::move(options)),
       scheme_(scheme),
       tokens_(prompt.begin(), prompt.end()),
-      num_prompt_tokens_(internal::CheckedCount(prompt.size(), "prompt tokens")) {
+      num_prompt_tokens_(
+          internal::CheckedCount(prompt.size(), "prompt tokens")) {
   HKV_REQUIRE(scheme.hash_unit > 0, "the key scheme's hash unit must be >= 1");
   keys_.reserve(tokens_.size() / scheme_.hash_unit);
   ExtendKeys();

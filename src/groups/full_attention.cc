@@ -7,7 +7,8 @@
 
 namespace hkv::internal {
 
-FullAttentionManager::FullAttentionManager(BlockPool& pool, const GroupGeometry& geometry)
+FullAttentionManager::FullAttentionManager(BlockPool& pool,
+                                           const GroupGeometry& geometry)
     : GroupManager(pool, geometry) {
   HKV_DCHECK(geometry.block_size % geometry.hash_unit == 0);
   HKV_DCHECK(geometry.alignment == geometry.hash_unit ||
@@ -18,12 +19,14 @@ GroupHit FullAttentionManager::FindLongestHit(std::span<const BlockHash> keys,
                                               std::uint32_t max_length) const {
   const std::uint32_t b = geometry_.block_size;
   const std::uint32_t units_per_block = b / geometry_.hash_unit;
-  const auto num_full = static_cast<std::uint32_t>(keys.size() / units_per_block);
+  const auto num_full =
+      static_cast<std::uint32_t>(keys.size() / units_per_block);
   GroupHit hit;
   const std::uint32_t limit = std::min(max_length / b, num_full);
   hit.blocks.reserve(limit + 1);
   for (std::uint32_t j = 0; j < limit; ++j) {
-    const std::optional<BlockId> block = pool_.FindCached(FullBlockKey(keys, j));
+    const std::optional<BlockId> block =
+        pool_.FindCached(FullBlockKey(keys, j));
     if (!block) break;
     hit.blocks.push_back(*block);
   }
@@ -40,18 +43,21 @@ GroupHit FullAttentionManager::FindLongestHit(std::span<const BlockHash> keys,
 }
 
 void FullAttentionManager::ExtendIntoPage(std::span<const BlockHash> keys,
-                                          std::uint32_t max_length, GroupHit& hit) const {
+                                          std::uint32_t max_length,
+                                          GroupHit& hit) const {
   const std::uint32_t a = geometry_.alignment;  // == hash unit
   const std::uint32_t per_page = geometry_.block_size / a;
   const auto num_units = static_cast<std::uint32_t>(keys.size());
   const auto page = static_cast<std::uint32_t>(hit.blocks.size());
   const std::uint32_t first = page * per_page;
-  const std::uint32_t cap = std::min({first + per_page - 1, max_length / a, num_units});
+  const std::uint32_t cap =
+      std::min({first + per_page - 1, max_length / a, num_units});
   if (cap <= first) return;  // max_length does not reach an interior boundary
   if ((page + 1) * per_page <= num_units) {
     // The request holds the whole page and the page is cached in full:
     // append-only KV covers every interior boundary.
-    if (std::optional<BlockId> full = pool_.FindCached(FullBlockKey(keys, page))) {
+    if (std::optional<BlockId> full =
+            pool_.FindCached(FullBlockKey(keys, page))) {
       hit.blocks.push_back(*full);
       hit.num_tokens = cap * a;
       return;
@@ -72,13 +78,14 @@ void FullAttentionManager::ExtendIntoPage(std::span<const BlockHash> keys,
 void FullAttentionManager::Commit(GroupTable& table, const Request& request,
                                   std::uint32_t num_tokens) {
   HKV_DCHECK(num_tokens <= request.num_tokens());
-  CommitFullBlocks(table, request.keys(), num_tokens);
+  CommitFullBlocks(table, request, num_tokens);
   if (geometry_.block_size != geometry_.hash_unit) {
     CommitPartialTail(table, request, num_tokens);
   }
 }
 
-void FullAttentionManager::CommitPartialTail(GroupTable& table, const Request& request,
+void FullAttentionManager::CommitPartialTail(GroupTable& table,
+                                             const Request& request,
                                              std::uint32_t num_tokens) {
   const std::uint32_t h = geometry_.hash_unit;
   const std::uint32_t prompt = request.num_prompt_tokens();
@@ -95,13 +102,14 @@ void FullAttentionManager::CommitPartialTail(GroupTable& table, const Request& r
     }
   }
   std::sort(boundaries.begin(), boundaries.end(), std::greater<>());
-  boundaries.erase(std::unique(boundaries.begin(), boundaries.end()), boundaries.end());
+  boundaries.erase(std::unique(boundaries.begin(), boundaries.end()),
+                   boundaries.end());
   const std::uint32_t b = geometry_.block_size;
   for (std::uint32_t boundary : boundaries) {
     if (boundary == 0 || boundary > num_tokens || boundary % b == 0) continue;
     const std::uint32_t index = boundary / b;
     if (index >= table.blocks.size()) continue;
-    pool_.CachePartial(table.blocks[index], UnitKey(request.keys(), boundary), boundary);
+    CommitPartialEntry(table, request, boundary);
   }
 }
 

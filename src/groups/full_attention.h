@@ -19,7 +19,8 @@ class FullAttentionManager final : public GroupManager {
   // Phase 1: the run of cached full blocks from position 0. Phase 2 (fine):
   // the first page not matched in full, proven by its own full entry or by a
   // partial entry at or above the boundary, capped by max_length. Then the
-  // draft rewind of one alignment unit (at most one block). O(hit blocks + b/u).
+  // draft rewind of one alignment unit (at most one block). O(hit blocks +
+  // b/u).
   GroupHit FindLongestHit(std::span<const BlockHash> keys,
                           std::uint32_t max_length) const override;
 

@@ -8,31 +8,36 @@ namespace hkv::internal {
 
 PrefixKey GroupManager::FullBlockKey(std::span<const BlockHash> keys,
                                      std::uint32_t index) const {
-  const std::uint32_t units_per_block = geometry_.block_size / geometry_.hash_unit;
-  return {.hash = keys[(index + 1) * units_per_block - 1], .group = geometry_.id};
+  const std::uint32_t units_per_block =
+      geometry_.block_size / geometry_.hash_unit;
+  return {.hash = keys[(index + 1) * units_per_block - 1],
+          .group = geometry_.id};
 }
 
 PrefixKey GroupManager::UnitKey(std::span<const BlockHash> keys,
                                 std::uint32_t num_tokens) const {
   HKV_DCHECK(num_tokens > 0 && num_tokens % geometry_.hash_unit == 0);
-  return {.hash = keys[num_tokens / geometry_.hash_unit - 1], .group = geometry_.id};
+  return {.hash = keys[num_tokens / geometry_.hash_unit - 1],
+          .group = geometry_.id};
 }
 
-std::uint32_t GroupManager::NumBlocksToAllocate(const GroupTable& table,
-                                                std::uint32_t num_tokens,
-                                                std::span<const BlockId> hit,
-                                                std::uint32_t num_local_computed) const {
+std::uint32_t GroupManager::NumBlocksToAllocate(
+    const GroupTable& table, std::uint32_t num_tokens,
+    std::span<const BlockId> hit, std::uint32_t num_local_computed) const {
   const std::uint32_t required = BlocksFor(num_tokens);
   const auto held = static_cast<std::uint32_t>(table.blocks.size());
-  const std::uint32_t skipped = SkippedTokens(num_local_computed) / geometry_.block_size;
+  const std::uint32_t skipped =
+      SkippedTokens(num_local_computed) / geometry_.block_size;
   const std::uint32_t local = static_cast<std::uint32_t>(hit.size()) + held;
-  const std::uint32_t num_new = required - std::min(required, std::max(skipped, local));
+  const std::uint32_t num_new =
+      required - std::min(required, std::max(skipped, local));
   const std::uint32_t skip_hits = skipped > held ? skipped - held : 0;
   std::uint32_t evictable = 0;
   for (std::size_t i = skip_hits; i < hit.size(); ++i) {
     evictable += hit[i] != kNullBlock && pool_.ref_count(hit[i]) == 0;
   }
-  const bool copy_on_write = !hit.empty() && num_local_computed % geometry_.block_size != 0;
+  const bool copy_on_write =
+      !hit.empty() && num_local_computed % geometry_.block_size != 0;
   return num_new + evictable + (copy_on_write ? 1 : 0);
 }
 
@@ -50,7 +55,8 @@ void GroupManager::AdoptHit(GroupTable& table, std::span<const BlockId> hit,
   table.num_committed_blocks = static_cast<std::uint32_t>(table.blocks.size());
   if (hit.size() > skipped && num_local_computed % geometry_.block_size != 0) {
     const std::uint32_t index = num_local_computed / geometry_.block_size;
-    table.partial_hit = GroupTable::PartialHit{.index = index, .source = hit.back()};
+    table.partial_hit =
+        GroupTable::PartialHit{.index = index, .source = hit.back()};
     table.num_committed_blocks = index;
   }
 }
@@ -74,11 +80,13 @@ void GroupManager::AllocateNew(GroupTable& table, std::uint32_t num_tokens,
   if (required <= held) return;
   const std::size_t first_new = table.blocks.size();
   pool_.Allocate(required - held, table.blocks);
-  placed.insert(placed.end(), table.blocks.begin() + static_cast<std::ptrdiff_t>(first_new),
+  placed.insert(placed.end(),
+                table.blocks.begin() + static_cast<std::ptrdiff_t>(first_new),
                 table.blocks.end());
 }
 
-void GroupManager::RemoveSkippedBlocks(GroupTable& table, std::uint32_t num_processed) {
+void GroupManager::RemoveSkippedBlocks(GroupTable& table,
+                                       std::uint32_t num_processed) {
   const std::uint32_t count = std::min<std::uint32_t>(
       SkippedTokens(num_processed) / geometry_.block_size,
       static_cast<std::uint32_t>(table.blocks.size()));
@@ -97,16 +105,68 @@ void GroupManager::Free(GroupTable& table) {
   table = GroupTable{};
 }
 
-void GroupManager::CommitFullBlocks(GroupTable& table, std::span<const BlockHash> keys,
+namespace {
+
+// The event for blocks [first, end) of `unit`-token hashes of `request`.
+BlockStored StoredEvent(const Request& request, std::uint32_t first,
+                        std::uint32_t end, std::uint32_t unit, GroupId group) {
+  const std::uint32_t units_per_hash = unit / request.key_scheme().hash_unit;
+  const std::span<const BlockHash> keys = request.keys();
+  BlockStored event{
+      .block_size = unit, .lora_id = request.lora_id(), .group = group};
+  if (first > 0) event.parent_block_hash = keys[first * units_per_hash - 1];
+  if (!request.extras().lora_name.empty())
+    event.lora_name = request.extras().lora_name;
+  for (std::uint32_t i = first; i < end; ++i) {
+    event.block_hashes.push_back(keys[(i + 1) * units_per_hash - 1]);
+    std::vector<ExtraKey> extra =
+        UnitExtraKeys(request.extras(), i * unit, (i + 1) * unit);
+    event.extra_keys.push_back(extra.empty() ? std::nullopt
+                                             : std::optional(std::move(extra)));
+  }
+  const std::span<const TokenId> tokens = request.tokens();
+  event.token_ids.assign(tokens.begin() + first * unit,
+                         tokens.begin() + end * unit);
+  return event;
+}
+
+}  // namespace
+
+void GroupManager::CommitFullBlocks(GroupTable& table, const Request& request,
                                     std::uint32_t num_tokens) {
-  const std::uint32_t full = num_tokens / geometry_.block_size;
+  const std::uint32_t b = geometry_.block_size;
+  const std::uint32_t full = num_tokens / b;
   HKV_DCHECK(full <= table.blocks.size());
+  EventLog& events = pool_.events();
+  std::uint32_t run_start = table.num_committed_blocks;
   for (std::uint32_t i = table.num_committed_blocks; i < full; ++i) {
     const BlockId block = table.blocks[i];
-    if (block == kNullBlock) continue;
-    pool_.CacheFull(block, FullBlockKey(keys, i), (i + 1) * geometry_.block_size);
+    if (block == kNullBlock) {
+      if (events.enabled() && run_start < i) {
+        events.Record(StoredEvent(request, run_start, i, b, geometry_.id));
+      }
+      run_start = i + 1;
+      continue;
+    }
+    pool_.CacheFull(block, FullBlockKey(request.keys(), i), (i + 1) * b);
+  }
+  if (events.enabled() && run_start < full) {
+    events.Record(StoredEvent(request, run_start, full, b, geometry_.id));
   }
   table.num_committed_blocks = std::max(table.num_committed_blocks, full);
+}
+
+void GroupManager::CommitPartialEntry(const GroupTable& table,
+                                      const Request& request,
+                                      std::uint32_t boundary) {
+  const BlockId block = table.blocks[boundary / geometry_.block_size];
+  const bool stored =
+      pool_.CachePartial(block, UnitKey(request.keys(), boundary), boundary);
+  if (stored && pool_.events().enabled()) {
+    const std::uint32_t unit = geometry_.hash_unit;
+    pool_.events().Record(StoredEvent(request, boundary / unit - 1,
+                                      boundary / unit, unit, geometry_.id));
+  }
 }
 
 }  // namespace hkv::internal

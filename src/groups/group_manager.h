@@ -35,14 +35,14 @@ struct GroupGeometry {
 
 // One request's blocks in one group.
 struct GroupTable {
-  std::vector<BlockId> blocks;        // index i covers tokens [i*b, (i+1)*b)
+  std::vector<BlockId> blocks;  // index i covers tokens [i*b, (i+1)*b)
   std::uint32_t num_committed_blocks = 0;
   // A hit ending inside blocks[index]: the request writes a private copy.
   struct PartialHit {
     std::uint32_t index;
     BlockId source;
   };
-  std::optional<PartialHit> partial_hit;
+  std::optional<PartialHit> partial_hit = std::nullopt;
 };
 
 struct GroupHit {
@@ -84,7 +84,8 @@ class GroupManager {
 
   // New blocks (plus evictable hit blocks) the allocation would take from
   // the free queue (spec §3.6). `hit` is empty for running requests.
-  std::uint32_t NumBlocksToAllocate(const GroupTable& table, std::uint32_t num_tokens,
+  std::uint32_t NumBlocksToAllocate(const GroupTable& table,
+                                    std::uint32_t num_tokens,
                                     std::span<const BlockId> hit,
                                     std::uint32_t num_local_computed) const;
 
@@ -109,12 +110,19 @@ class GroupManager {
     return (num_tokens + geometry_.block_size - 1) / geometry_.block_size;
   }
   // Key of the prefix ending at block `index`'s end.
-  PrefixKey FullBlockKey(std::span<const BlockHash> keys, std::uint32_t index) const;
+  PrefixKey FullBlockKey(std::span<const BlockHash> keys,
+                         std::uint32_t index) const;
   // Key of the prefix of `num_tokens` tokens (a multiple of the hash unit).
-  PrefixKey UnitKey(std::span<const BlockHash> keys, std::uint32_t num_tokens) const;
-  // Registers the full blocks [committed, num_tokens / b) under their keys.
-  void CommitFullBlocks(GroupTable& table, std::span<const BlockHash> keys,
+  PrefixKey UnitKey(std::span<const BlockHash> keys,
+                    std::uint32_t num_tokens) const;
+  // Registers the full blocks [committed, num_tokens / b) under their keys;
+  // one BlockStored event per run of consecutive registered blocks.
+  void CommitFullBlocks(GroupTable& table, const Request& request,
                         std::uint32_t num_tokens);
+  // Registers a partial entry at `boundary` (a multiple of the hash unit
+  // inside block `index`) and reports its last unit as stored.
+  void CommitPartialEntry(const GroupTable& table, const Request& request,
+                          std::uint32_t boundary);
 
   BlockPool& pool_;
   const GroupGeometry geometry_;

@@ -1,0 +1,56 @@
+// KV events: what entered and left the prefix cache, in the reference
+// system's BlockStored / BlockRemoved / AllBlocksCleared schema, so that a
+// router can mirror every engine's cache.
+//
+// Thread-safety: plain value types.
+//
+// Example:
+//   for (const KvEvent& e : cache.TakeEvents())
+//     if (auto* stored = std::get_if<BlockStored>(&e)) ...
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "hkv/keys.h"
+#include "hkv/types.h"
+
+namespace hkv {
+
+// A run of consecutive blocks of one request became reusable. For a partial
+// entry the run is the single hash unit ending at the entry's boundary.
+struct BlockStored {
+  std::vector<BlockHash> block_hashes = {};
+  std::optional<BlockHash> parent_block_hash = std::nullopt;  // none at 0
+  std::vector<TokenId> token_ids = {};  // the run's tokens
+  std::uint32_t block_size = 0;         // tokens per hash in block_hashes
+  std::optional<std::uint32_t> lora_id = std::nullopt;
+  std::optional<std::string> lora_name = std::nullopt;
+  // One entry per hash: its extra keys, or none.
+  std::vector<std::optional<std::vector<ExtraKey>>> extra_keys = {};
+  GroupId group{0};
+  // The group's kind ("full_attention", ...); none for pool-level events.
+  std::optional<std::string> spec_kind = std::nullopt;
+  std::string medium = "GPU";
+};
+
+// Keys left the cache (eviction, replacement by a longer entry); one hash per
+// removed key.
+struct BlockRemoved {
+  std::vector<BlockHash> block_hashes = {};
+  GroupId group{0};
+  std::string medium = "GPU";
+};
+
+// ResetPrefixCache succeeded.
+struct AllBlocksCleared {
+  friend bool operator==(const AllBlocksCleared&,
+                         const AllBlocksCleared&) = default;
+};
+
+using KvEvent = std::variant<BlockStored, BlockRemoved, AllBlocksCleared>;
+
+}  // namespace hkv

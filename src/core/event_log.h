@@ -1,0 +1,31 @@
+// The queue of KV events the pool and the group managers produce, drained by
+// the cache manager. Recording is a no-op when events are off.
+//
+// Thread-compatible.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "hkv/events.h"
+
+namespace hkv::internal {
+
+enum class Events { kDisabled, kEnabled };
+
+class EventLog {
+ public:
+  explicit EventLog(Events mode) : enabled_(mode == Events::kEnabled) {}
+
+  bool enabled() const { return enabled_; }
+  void Record(KvEvent event) {
+    if (enabled_) events_.push_back(std::move(event));
+  }
+  std::vector<KvEvent> Take() { return std::exchange(events_, {}); }
+
+ private:
+  bool enabled_;
+  std::vector<KvEvent> events_;
+};
+
+}  // namespace hkv::internal

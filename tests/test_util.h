@@ -1,0 +1,61 @@
+// Helpers shared by the cache tests: token lists in the spec's notation and
+// a driver that looks up, allocates and commits like the reference
+// scheduler's allocate_slots (which caches the scheduled tokens).
+#pragma once
+
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "cache/cache_core.h"
+#include "hkv/request.h"
+
+namespace hkv::testing {
+
+// [value] * count
+inline std::vector<TokenId> Repeat(TokenId value, std::uint32_t count) {
+  return std::vector<TokenId>(count, value);
+}
+
+// range(from, to)
+inline std::vector<TokenId> Range(TokenId from, TokenId to) {
+  std::vector<TokenId> v(to - from);
+  std::iota(v.begin(), v.end(), from);
+  return v;
+}
+
+inline std::vector<TokenId> Concat(std::vector<TokenId> a,
+                                   const std::vector<TokenId>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+inline std::vector<BlockId> Ids(std::initializer_list<std::uint32_t> ids) {
+  std::vector<BlockId> out;
+  for (std::uint32_t id : ids) out.push_back(BlockId{id});
+  return out;
+}
+
+inline std::vector<BlockId> Table(const internal::CacheCore& cache,
+                                  RequestId id, std::uint32_t group = 0) {
+  auto table = cache.block_table(id, GroupId{group});
+  return {table.begin(), table.end()};
+}
+
+// Allocates `num_new` tokens after `num_computed` (plus the adopted `hit`)
+// and commits what that covers, capped at the request's tokens. Returns the
+// new blocks of group 0, or std::nullopt.
+inline std::optional<std::vector<BlockId>> AllocateAndCommit(
+    internal::CacheCore& cache, const Request& r, std::uint32_t num_new,
+    const CacheHit* hit = nullptr, std::uint32_t num_computed = 0) {
+  std::optional<NewBlocks> placed =
+      cache.Allocate(r, {.num_computed_tokens = num_computed,
+                         .num_new_tokens = num_new,
+                         .hit = hit});
+  if (!placed) return std::nullopt;
+  const std::uint32_t hit_tokens = hit ? hit->num_tokens : 0;
+  cache.Commit(r, num_computed + hit_tokens + num_new);
+  return placed->blocks[0];
+}
+
+}  // namespace hkv::testing
