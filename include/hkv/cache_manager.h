@@ -57,9 +57,9 @@ enum class PrefixCaching { kEnabled, kDisabled };
 enum class KvEventMode { kDisabled, kEnabled };
 
 struct CacheConfig {
-  std::vector<GroupSpec> groups;
+  std::vector<GroupSpec> groups = {};
   std::uint32_t num_blocks = 0;  // including the null block (id 0)
-  KeySchemeOptions keys;         // hash unit must divide every block size
+  KeySchemeOptions keys = {};    // hash unit must divide every block size
   PrefixCaching caching = PrefixCaching::kEnabled;
   KvEventMode events = KvEventMode::kDisabled;
   std::uint32_t max_model_len = std::numeric_limits<std::uint32_t>::max();
@@ -73,7 +73,7 @@ struct CacheConfig {
 // positions the group does not need). Valid until the next mutating call.
 struct CacheHit {
   std::uint32_t num_tokens = 0;
-  std::vector<std::vector<BlockId>> blocks;  // [group][block index]
+  std::vector<std::vector<BlockId>> blocks = {};  // [group][block index]
 };
 
 struct AllocationRequest {
@@ -90,7 +90,7 @@ struct AllocationRequest {
 
 // Blocks placed in the request's tables by one allocation, per group.
 struct NewBlocks {
-  std::vector<std::vector<BlockId>> blocks;  // [group]
+  std::vector<std::vector<BlockId>> blocks = {};  // [group]
 };
 
 // Prefix-cache counters, recorded at admission (a request's first successful
