@@ -36,8 +36,9 @@ std::uint32_t CheckedCount(std::size_t value, std::string_view what);
   } while (0)
 
 #ifdef NDEBUG
-#define HKV_DCHECK(cond) \
-  do {                   \
+#define HKV_DCHECK(cond)             \
+  do {                               \
+    static_cast<void>(sizeof(cond)); \
   } while (0)
 #else
 #define HKV_DCHECK(cond)                                                       \

@@ -234,6 +234,8 @@ TEST_F(SpecBasicsTest, V14_ResetOnlyWhenNothingIsHeld) {
   EXPECT_TRUE(cache_->TakeStats().reset);
 }
 
+// The vector's blocks 0..3 are ids 1..4 here: id 0 is the null block, which
+// is never cached.
 TEST(PrefixIndexTest, V15_DuplicateKeysFirstInsertedWins) {
   internal::PrefixIndex index;
   const auto key = [](std::uint8_t n) {
@@ -242,19 +244,19 @@ TEST(PrefixIndexTest, V15_DuplicateKeysFirstInsertedWins) {
     return k;
   };
   const internal::PrefixKey h0 = key(0), h1 = key(1), h2 = key(2);
-  index.Insert(h0, BlockId{0});
-  index.Insert(h1, BlockId{1});
-  index.Insert(h2, BlockId{2});
-  index.Insert(h0, BlockId{3});
+  index.Insert(h0, BlockId{1});
+  index.Insert(h1, BlockId{2});
+  index.Insert(h2, BlockId{3});
+  index.Insert(h0, BlockId{4});
   EXPECT_EQ(index.size(), 3u);
-  EXPECT_EQ(index.Find(h0), BlockId{0});
-  EXPECT_TRUE(index.Erase(h1, BlockId{1}));
+  EXPECT_EQ(index.Find(h0), BlockId{1});
+  EXPECT_TRUE(index.Erase(h1, BlockId{2}));
   EXPECT_FALSE(index.Find(h1).has_value());
-  EXPECT_TRUE(index.Erase(h0, BlockId{0}));
-  EXPECT_EQ(index.Find(h0), BlockId{3});
-  EXPECT_FALSE(index.Erase(h0, BlockId{0}));  // non-matching block: no-op
-  EXPECT_TRUE(index.Erase(h2, BlockId{2}));
-  EXPECT_TRUE(index.Erase(h0, BlockId{3}));
+  EXPECT_TRUE(index.Erase(h0, BlockId{1}));
+  EXPECT_EQ(index.Find(h0), BlockId{4});
+  EXPECT_FALSE(index.Erase(h0, BlockId{1}));  // non-matching block: no-op
+  EXPECT_TRUE(index.Erase(h2, BlockId{3}));
+  EXPECT_TRUE(index.Erase(h0, BlockId{4}));
   EXPECT_EQ(index.size(), 0u);
 }
 

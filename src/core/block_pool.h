@@ -13,6 +13,7 @@
 // allocate/touch/free paths once the scratch buffers have grown.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -55,6 +56,24 @@ class BlockPool {
   // The first-inserted block registered under `key`. Never touches refs.
   std::optional<BlockId> FindCached(const PrefixKey& key) const {
     return index_.Find(key);
+  }
+  // Blocks cached under keys[stride - 1], keys[2 * stride - 1], ... until
+  // one misses (at most `count`), appended to `out`. Never touches refs.
+  void FindCachedRun(std::span<const BlockHash> keys, std::size_t stride,
+                     std::size_t count, GroupId group,
+                     std::vector<BlockId>& out) const {
+    // In chunks, so that a short run does not zero-fill a long output.
+    constexpr std::size_t kChunk = 64;
+    for (std::size_t done = 0; done < count;) {
+      const std::size_t n = std::min(kChunk, count - done);
+      const std::size_t start = out.size();
+      out.resize(start + n);
+      const std::size_t found = index_.FindRun(
+          keys.subspan(done * stride), stride, n, group, out.data() + start);
+      out.resize(start + found);
+      if (found < n) return;
+      done += n;
+    }
   }
 
   // Pops `n` blocks from the front of the free queue into `out`, evicting

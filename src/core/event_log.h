@@ -4,6 +4,7 @@
 // Thread-compatible.
 #pragma once
 
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -18,8 +19,12 @@ class EventLog {
   explicit EventLog(Events mode) : enabled_(mode == Events::kEnabled) {}
 
   bool enabled() const { return enabled_; }
-  void Record(KvEvent event) {
-    if (enabled_) events_.push_back(std::move(event));
+  template <typename Event>
+  void Record(Event&& event) {
+    if (enabled_) {
+      events_.emplace_back(std::in_place_type<std::decay_t<Event>>,
+                           std::forward<Event>(event));
+    }
   }
   std::vector<KvEvent> Take() { return std::exchange(events_, {}); }
 

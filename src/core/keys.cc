@@ -14,18 +14,27 @@ BlockHash Digest(KeyFunction function, std::span<const std::uint8_t> bytes) {
                                               : internal::Xxh3_128(bytes);
 }
 
-void EncodeUnit(const KeyScheme& scheme, const BlockHash& parent,
-                std::span<const TokenId> tokens,
-                std::span<const ExtraKey> extra,
-                std::vector<std::uint8_t>& out) {
+// Upper bound of EncodeUnit's output, plus the 4 spare bytes UnsignedArray
+// needs.
+std::size_t MaxUnitBytes(std::span<const TokenId> tokens,
+                         std::span<const ExtraKey> extra) {
+  constexpr std::size_t kHead = internal::CborWriter::kMaxHeadBytes;
+  std::size_t size = 3 * kHead + 32 + 5 * tokens.size() + 4 + 1;
+  for (const ExtraKey& key : extra) size += 3 * kHead + key.text.size();
+  return size;
+}
+
+// Encodes [parent, [tokens], extra or null] into `out`; returns its size.
+std::size_t EncodeUnit(const KeyScheme& scheme, const BlockHash& parent,
+                       std::span<const TokenId> tokens,
+                       std::span<const ExtraKey> extra, std::uint8_t* out) {
   internal::CborWriter cbor(out);
   cbor.ArrayHeader(3);
   cbor.Bytes(std::span(parent.bytes.data(), DigestSize(scheme.function)));
-  cbor.ArrayHeader(tokens.size());
-  for (TokenId t : tokens) cbor.Unsigned(t);
+  cbor.UnsignedArray(tokens);
   if (extra.empty()) {
     cbor.Null();
-    return;
+    return cbor.size();
   }
   cbor.ArrayHeader(extra.size());
   for (const ExtraKey& key : extra) {
@@ -37,6 +46,7 @@ void EncodeUnit(const KeyScheme& scheme, const BlockHash& parent,
       cbor.Text(key.text);
     }
   }
+  return cbor.size();
 }
 
 }  // namespace
@@ -96,8 +106,11 @@ std::vector<ExtraKey> UnitExtraKeys(const KeyExtras& extras,
 }
 
 BlockHash SeedKey(KeyFunction function, std::string_view seed) {
-  std::vector<std::uint8_t> bytes;
-  internal::CborWriter(bytes).Text(seed);
+  std::vector<std::uint8_t> bytes(internal::CborWriter::kMaxHeadBytes +
+                                  seed.size());
+  internal::CborWriter cbor(bytes.data());
+  cbor.Text(seed);
+  bytes.resize(cbor.size());
   return Digest(function, bytes);
 }
 
@@ -105,18 +118,21 @@ std::vector<std::uint8_t> UnitKeyInput(const KeyScheme& scheme,
                                        const BlockHash& parent,
                                        std::span<const TokenId> tokens,
                                        std::span<const ExtraKey> extra) {
-  std::vector<std::uint8_t> bytes;
-  EncodeUnit(scheme, parent, tokens, extra, bytes);
+  std::vector<std::uint8_t> bytes(MaxUnitBytes(tokens, extra));
+  bytes.resize(EncodeUnit(scheme, parent, tokens, extra, bytes.data()));
   return bytes;
 }
 
 BlockHash HashUnit(const KeyScheme& scheme, const BlockHash& parent,
                    std::span<const TokenId> tokens,
                    std::span<const ExtraKey> extra) {
-  thread_local std::vector<std::uint8_t> bytes;
-  bytes.clear();
-  EncodeUnit(scheme, parent, tokens, extra, bytes);
-  return Digest(scheme.function, bytes);
+  // Grown, never shrunk: resizing zero-fills only when it grows.
+  thread_local std::vector<std::uint8_t> buffer;
+  const std::size_t capacity = MaxUnitBytes(tokens, extra);
+  if (buffer.size() < capacity) buffer.resize(capacity);
+  const std::size_t size =
+      EncodeUnit(scheme, parent, tokens, extra, buffer.data());
+  return Digest(scheme.function, std::span(buffer.data(), size));
 }
 
 }  // namespace hkv

@@ -24,12 +24,7 @@ GroupHit FullAttentionManager::FindLongestHit(std::span<const BlockHash> keys,
   GroupHit hit;
   const std::uint32_t limit = std::min(max_length / b, num_full);
   hit.blocks.reserve(limit + 1);
-  for (std::uint32_t j = 0; j < limit; ++j) {
-    const std::optional<BlockId> block =
-        pool_.FindCached(FullBlockKey(keys, j));
-    if (!block) break;
-    hit.blocks.push_back(*block);
-  }
+  pool_.FindCachedRun(keys, units_per_block, limit, geometry_.id, hit.blocks);
   hit.num_tokens = static_cast<std::uint32_t>(hit.blocks.size()) * b;
   if (fine()) ExtendIntoPage(keys, max_length, hit);
 

@@ -6,14 +6,6 @@
 
 namespace hkv::internal {
 
-PrefixKey GroupManager::FullBlockKey(std::span<const BlockHash> keys,
-                                     std::uint32_t index) const {
-  const std::uint32_t units_per_block =
-      geometry_.block_size / geometry_.hash_unit;
-  return {.hash = keys[(index + 1) * units_per_block - 1],
-          .group = geometry_.id};
-}
-
 PrefixKey GroupManager::UnitKey(std::span<const BlockHash> keys,
                                 std::uint32_t num_tokens) const {
   HKV_DCHECK(num_tokens > 0 && num_tokens % geometry_.hash_unit == 0);

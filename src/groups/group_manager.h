@@ -111,7 +111,12 @@ class GroupManager {
   }
   // Key of the prefix ending at block `index`'s end.
   PrefixKey FullBlockKey(std::span<const BlockHash> keys,
-                         std::uint32_t index) const;
+                         std::uint32_t index) const {
+    const std::uint32_t units_per_block =
+        geometry_.block_size / geometry_.hash_unit;
+    return {.hash = keys[(index + 1) * units_per_block - 1],
+            .group = geometry_.id};
+  }
   // Key of the prefix of `num_tokens` tokens (a multiple of the hash unit).
   PrefixKey UnitKey(std::span<const BlockHash> keys,
                     std::uint32_t num_tokens) const;

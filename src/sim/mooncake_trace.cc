@@ -1,0 +1,209 @@
+#include "hkv/mooncake_trace.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "check.h"
+
+namespace hkv {
+namespace {
+
+using nlohmann::json;
+
+// What is wrong with one line, without its location.
+using LineResult = tl::expected<TraceRequest, std::string>;
+using NumberResult = tl::expected<std::uint64_t, std::string>;
+
+constexpr std::uint64_t kMaxU32 = std::numeric_limits<std::uint32_t>::max();
+constexpr std::uint64_t kMaxU64 = std::numeric_limits<std::uint64_t>::max();
+
+std::uint64_t NumBlocksFor(std::uint64_t tokens) {
+  return (tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
+}
+
+std::uint64_t SplitMix64(std::uint64_t x) {
+  std::uint64_t z = x + 0x9e3779b97f4a7c15;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
+  return z ^ (z >> 31);
+}
+
+std::string Quoted(std::string_view name) {
+  std::string out;
+  out.reserve(name.size() + 2);
+  out.append(1, '"').append(name).append(1, '"');
+  return out;
+}
+
+// `value` as an unsigned integer no larger than `max`; `name` labels it.
+NumberResult ReadUnsigned(const json& value, std::string_view name,
+                          std::uint64_t max) {
+  if (value.is_number_unsigned()) {
+    const auto v = value.get<std::uint64_t>();
+    if (v > max) {
+      return tl::unexpected(Quoted(name) + " is out of range (" +
+                            std::to_string(v) + " > " + std::to_string(max) +
+                            ")");
+    }
+    return v;
+  }
+  if (value.is_number_integer()) {
+    return tl::unexpected(Quoted(name) + " is negative (" + value.dump() + ")");
+  }
+  return tl::unexpected(
+      Quoted(name) + " must be a non-negative integer, got " +
+      (value.is_number() ? value.dump() : std::string(value.type_name())));
+}
+
+NumberResult ReadField(const json& object, std::string_view name,
+                       std::uint64_t max) {
+  auto it = object.find(name);
+  if (it == object.end()) {
+    return tl::unexpected("missing field " + Quoted(name));
+  }
+  return ReadUnsigned(*it, name, max);
+}
+
+tl::expected<std::vector<std::uint64_t>, std::string> ReadHashIds(
+    const json& object) {
+  auto it = object.find("hash_ids");
+  if (it == object.end()) {
+    return tl::unexpected(std::string("missing field \"hash_ids\""));
+  }
+  if (!it->is_array()) {
+    return tl::unexpected("\"hash_ids\" must be an array, got " +
+                          std::string(it->type_name()));
+  }
+  std::vector<std::uint64_t> ids;
+  ids.reserve(it->size());
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const std::string name = "hash_ids[" + std::to_string(i) + "]";
+    NumberResult id = ReadUnsigned((*it)[i], name, kMaxU64);
+    if (!id) return tl::unexpected(std::move(id.error()));
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
+LineResult ParseObject(const json& object) {
+  NumberResult timestamp = ReadField(object, "timestamp", kMaxU64);
+  if (!timestamp) return tl::unexpected(std::move(timestamp.error()));
+  NumberResult input = ReadField(object, "input_length", kMaxU32);
+  if (!input) return tl::unexpected(std::move(input.error()));
+  NumberResult output = ReadField(object, "output_length", kMaxU32);
+  if (!output) return tl::unexpected(std::move(output.error()));
+  auto ids = ReadHashIds(object);
+  if (!ids) return tl::unexpected(std::move(ids.error()));
+  TraceRequest request{.timestamp_ms = *timestamp,
+                       .input_length = static_cast<std::uint32_t>(*input),
+                       .output_length = static_cast<std::uint32_t>(*output),
+                       .hash_ids = std::move(*ids)};
+  if (Result<void> valid = ValidateTraceRequest(request); !valid) {
+    return tl::unexpected(std::move(valid.error().message));
+  }
+  return request;
+}
+
+LineResult ParseLine(std::string_view line) {
+  json object;
+  try {
+    object = json::parse(line);
+  } catch (const json::parse_error& e) {
+    return tl::unexpected("not JSON (syntax error at byte " +
+                          std::to_string(e.byte) + ")");
+  }
+  if (!object.is_object()) {
+    return tl::unexpected("not a JSON object, got " +
+                          std::string(object.type_name()));
+  }
+  return ParseObject(object);
+}
+
+bool IsBlank(std::string_view line) {
+  return std::all_of(line.begin(), line.end(),
+                     [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
+}
+
+Error LineError(const std::filesystem::path& path, std::size_t line,
+                std::string problem) {
+  return {ErrorCode::kCorruption, path.string() + ":" + std::to_string(line) +
+                                      ": " + std::move(problem)};
+}
+
+}  // namespace
+
+Result<void> ValidateTraceRequest(const TraceRequest& request) {
+  if (request.input_length == 0) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "\"input_length\" is 0; a prompt needs a token");
+  }
+  const std::uint64_t expected = NumBlocksFor(request.input_length);
+  if (request.hash_ids.size() != expected) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "\"hash_ids\" has " + std::to_string(request.hash_ids.size()) +
+                    " ids; input_length " +
+                    std::to_string(request.input_length) + " needs " +
+                    std::to_string(expected) + " (one per 512 tokens)");
+  }
+  return {};
+}
+
+Result<std::vector<TraceRequest>> ReadMooncakeTrace(
+    const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Fail(ErrorCode::kIoError,
+                "cannot read " + path.string() + ": is a directory");
+  }
+  std::ifstream in(path);
+  if (!in) {
+    return Fail(ErrorCode::kIoError,
+                "cannot open " + path.string() + ": " + std::strerror(errno));
+  }
+  std::vector<TraceRequest> trace;
+  std::size_t first_blank = 0;  // 0: no blank line since the last request
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    if (IsBlank(line)) {
+      if (first_blank == 0) first_blank = number;
+      continue;
+    }
+    if (first_blank != 0) {
+      return tl::unexpected(
+          LineError(path, first_blank, "blank line before the last request"));
+    }
+    LineResult request = ParseLine(line);
+    if (!request) {
+      return tl::unexpected(
+          LineError(path, number, std::move(request.error())));
+    }
+    trace.push_back(std::move(*request));
+  }
+  if (in.bad()) {
+    return Fail(ErrorCode::kIoError, "error reading " + path.string());
+  }
+  return trace;
+}
+
+std::vector<TokenId> MooncakeTokens(const TraceRequest& request) {
+  Result<void> valid = ValidateTraceRequest(request);
+  HKV_REQUIRE(valid.has_value(), valid ? "" : valid.error().message);
+  std::vector<TokenId> tokens(request.input_length);
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const std::uint64_t block =
+        SplitMix64(request.hash_ids[i / kMooncakeBlockTokens]);
+    const std::uint64_t position = i % kMooncakeBlockTokens;
+    tokens[i] =
+        static_cast<TokenId>(SplitMix64(block + position) % kMooncakeVocabSize);
+  }
+  return tokens;
+}
+
+}  // namespace hkv

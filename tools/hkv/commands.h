@@ -1,0 +1,28 @@
+// The hkv subcommands: each has an options struct, a Register function that
+// adds the subcommand to the app, and a Run function returning the exit code
+// (0 ok, 1 failure). A registered callback that fails throws
+// CLI::RuntimeError carrying that exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace hkv::cli {
+
+// `hkv replay TRACE ...`: replays a Mooncake trace through the prefix cache.
+struct ReplayCommandOptions {
+  std::string trace;
+  std::uint32_t block_size = 16;
+  std::uint32_t hash_unit = 0;  // 0: the block size
+  std::string key_function = "sha256_cbor";
+  std::optional<std::uint64_t> capacity_tokens =
+      std::nullopt;  // unset: unbounded
+  bool json = false;
+};
+
+void RegisterReplay(CLI::App& app);
+int RunReplay(const ReplayCommandOptions& options);
+
+}  // namespace hkv::cli
