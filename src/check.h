@@ -9,18 +9,23 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <source_location>
 #include <string_view>
 
 #include "hkv/result.h"
 
 namespace hkv::internal {
 
+// Where a check failed. (std::source_location is missing from the
+// clang-14 + libstdc++-12 pairing this project also builds with.)
+struct CheckSite {
+  const char* file;
+  int line;
+  const char* function;
+};
+
 [[noreturn]] void ThrowUsageError(std::string_view condition,
-                                  std::string_view message,
-                                  std::source_location where);
-[[noreturn]] void AbortInvariant(std::string_view condition,
-                                 std::source_location where);
+                                  std::string_view message, CheckSite where);
+[[noreturn]] void AbortInvariant(std::string_view condition, CheckSite where);
 
 // Narrows a size to a 32-bit count; throws UsageError naming `what` when it
 // does not fit.
@@ -28,11 +33,12 @@ std::uint32_t CheckedCount(std::size_t value, std::string_view what);
 
 }  // namespace hkv::internal
 
-#define HKV_REQUIRE(cond, msg)                                           \
-  do {                                                                   \
-    if (!(cond)) [[unlikely]]                                            \
-      ::hkv::internal::ThrowUsageError(#cond, (msg),                     \
-                                       std::source_location::current()); \
+#define HKV_REQUIRE(cond, msg)                                       \
+  do {                                                               \
+    if (!(cond)) [[unlikely]]                                        \
+      ::hkv::internal::ThrowUsageError(                              \
+          #cond, (msg),                                              \
+          {__FILE__, __LINE__, static_cast<const char*>(__func__)}); \
   } while (0)
 
 #ifdef NDEBUG
@@ -41,9 +47,10 @@ std::uint32_t CheckedCount(std::size_t value, std::string_view what);
     static_cast<void>(sizeof(cond)); \
   } while (0)
 #else
-#define HKV_DCHECK(cond)                                                       \
-  do {                                                                         \
-    if (!(cond)) [[unlikely]]                                                  \
-      ::hkv::internal::AbortInvariant(#cond, std::source_location::current()); \
+#define HKV_DCHECK(cond)                                                    \
+  do {                                                                      \
+    if (!(cond)) [[unlikely]]                                               \
+      ::hkv::internal::AbortInvariant(                                      \
+          #cond, {__FILE__, __LINE__, static_cast<const char*>(__func__)}); \
   } while (0)
 #endif

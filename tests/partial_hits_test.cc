@@ -97,7 +97,13 @@ INSTANTIATE_TEST_SUITE_P(Geometries, PartialRewindTest,
                                            RewindCase{8192, 0, 0, 1792, 0},
                                            RewindCase{8192, 0, 1, 1536, 0},
                                            RewindCase{8192, 1, 0, 9984, 8192},
-                                           RewindCase{8192, 1, 1, 9728, 7936}));
+                                           RewindCase{8192, 1, 1, 9728, 7936}),
+                         [](const ::testing::TestParamInfo<RewindCase>& test) {
+                           const RewindCase& c = test.param;
+                           return "page" + std::to_string(c.block_size) +
+                                  "_lead" + std::to_string(c.leading) +
+                                  (c.eagle ? "_eagle" : "");
+                         });
 
 TEST_F(PartialHitsTest, V52_FullPagesKeepTheirTailUnderEagle) {
   for (DraftRewind rewind : {DraftRewind::kNone, DraftRewind::kEagle}) {

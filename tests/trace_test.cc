@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -151,7 +152,20 @@ INSTANTIATE_TEST_SUITE_P(
             R"("hash_ids" has 1 ids; input_length 600 needs 2)"},
         MalformedLine{
             R"({"timestamp": 0, "input_length": 0, "output_length": 7, "hash_ids": []})",
-            R"("input_length" is 0)"}));
+            R"("input_length" is 0)"}),
+    [](const ::testing::TestParamInfo<MalformedLine>& test) {
+      // The problem, as an identifier: "input_length_is_0".
+      std::string name;
+      for (char c : test.param.problem) {
+        if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
+          name += c;
+        } else if (!name.empty() && name.back() != '_') {
+          name += '_';
+        }
+      }
+      while (!name.empty() && name.back() == '_') name.pop_back();
+      return name;
+    });
 
 TEST(TraceTokensTest, HasInputLengthTokensInsideTheVocabulary) {
   const std::vector<TokenId> tokens =
