@@ -38,6 +38,15 @@ class PartialHitsTest : public ::testing::Test {
     return table;
   }
 
+  // The group's lookup, rewinding when the group feeds a draft model.
+  internal::GroupHit Find(const Request& r, std::uint32_t max_length) const {
+    static constexpr GroupId kMembers[] = {GroupId{0}};
+    return manager_->FindLongestHit({.keys = r.keys(),
+                                     .max_length = max_length,
+                                     .rewind = manager_->geometry().rewind,
+                                     .members = kMembers});
+  }
+
   std::unique_ptr<internal::BlockPool> pool_;
   std::unique_ptr<internal::FullAttentionManager> manager_;
   KeyScheme scheme_;
@@ -76,15 +85,15 @@ TEST_P(PartialRewindTest, V50_V51_ReusePartialPagesBelowTheirBoundary) {
   }
 
   const Request same({.id = RequestId{1}}, Range(0, boundary), scheme_);
-  internal::GroupHit hit = manager_->FindLongestHit(same.keys(), boundary - 1);
+  internal::GroupHit hit = Find(same, boundary - 1);
   EXPECT_EQ(hit.num_tokens, c.expected_hit);
-  EXPECT_THAT(hit.blocks, ::testing::ElementsAreArray(
-                              std::span(table).first(hit.blocks.size())));
+  EXPECT_THAT(hit.blocks[0], ::testing::ElementsAreArray(
+                                 std::span(table).first(hit.blocks[0].size())));
 
   std::vector<TokenId> changed = Range(0, boundary);
   changed.back() = 999999;
   const Request other({.id = RequestId{2}}, changed, scheme_);
-  hit = manager_->FindLongestHit(other.keys(), boundary - 1);
+  hit = Find(other, boundary - 1);
   EXPECT_EQ(hit.num_tokens, c.expected_hit_changed_last);
 }
 
@@ -110,9 +119,9 @@ TEST_F(PartialHitsTest, V52_FullPagesKeepTheirTailUnderEagle) {
     Build(4, 2, rewind);
     const Request r({.id = RequestId{0}}, Range(0, 8), scheme_);
     Produce(r, 8);
-    const internal::GroupHit hit = manager_->FindLongestHit(r.keys(), 8);
+    const internal::GroupHit hit = Find(r, 8);
     EXPECT_EQ(hit.num_tokens, rewind == DraftRewind::kEagle ? 6u : 8u);
-    EXPECT_EQ(hit.blocks.size(), 2u);
+    EXPECT_EQ(hit.blocks[0].size(), 2u);
   }
 }
 
@@ -124,9 +133,9 @@ TEST_F(PartialHitsTest, V53_PartialEntryInsideTheSecondPage) {
     const internal::GroupTable table = Produce(producer, 7);
     ASSERT_EQ(pool_->primary_num_tokens(table.blocks[1]), 6u);
     const Request r({.id = RequestId{1}}, Range(0, 8), scheme_);
-    const internal::GroupHit hit = manager_->FindLongestHit(r.keys(), 8);
+    const internal::GroupHit hit = Find(r, 8);
     EXPECT_EQ(hit.num_tokens, rewind == DraftRewind::kEagle ? 4u : 6u);
-    EXPECT_EQ(hit.blocks.size(), rewind == DraftRewind::kEagle ? 1u : 2u);
+    EXPECT_EQ(hit.blocks[0].size(), rewind == DraftRewind::kEagle ? 1u : 2u);
   }
 }
 

@@ -40,17 +40,25 @@ namespace hkv {
 enum class GroupKind {
   kFullAttention,  // full attention and MLA
   kSlidingWindow,  // sliding-window attention over `sliding_window` tokens
+  kChunkedLocal,   // attention within chunks of `chunk_size` tokens
 };
 
 // Whether the group's layers feed a draft model (EAGLE/MTP) that must
 // recompute the last hash unit of a hit.
 enum class Speculation { kNone, kEagle };
 
+// How a group's pages spread over decode-context-parallel ranks: sharded
+// pages hold block_size tokens on each of `dcp` ranks, so one block covers
+// block_size x dcp tokens; replicated pages are whole on every rank.
+enum class DcpLayout { kSharded, kReplicated };
+
 struct GroupSpec {
   GroupKind kind = GroupKind::kFullAttention;
-  std::uint32_t block_size = 16;  // tokens per block
+  std::uint32_t block_size = 16;  // tokens per page on one rank
   Speculation speculation = Speculation::kNone;
   std::uint32_t sliding_window = 0;  // W, for kSlidingWindow
+  std::uint32_t chunk_size = 0;      // C, for kChunkedLocal
+  DcpLayout dcp_layout = DcpLayout::kSharded;
 };
 
 enum class PrefixCaching { kEnabled, kDisabled };
@@ -59,12 +67,14 @@ enum class KvEventMode { kDisabled, kEnabled };
 struct CacheConfig {
   std::vector<GroupSpec> groups = {};
   std::uint32_t num_blocks = 0;  // including the null block (id 0)
-  KeySchemeOptions keys = {};    // hash unit must divide every block size
+  // Hash unit: must divide every group's block (after DCP scaling).
+  KeySchemeOptions keys = {};
+  std::uint32_t dcp = 1;  // decode-context-parallel width
   PrefixCaching caching = PrefixCaching::kEnabled;
   KvEventMode events = KvEventMode::kDisabled;
   std::uint32_t max_model_len = std::numeric_limits<std::uint32_t>::max();
 
-  // kInvalidArgument naming the offending field.
+  // kInvalidArgument naming the offending field and its value.
   [[nodiscard]] Result<void> Validate() const;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "check.h"
+#include "groups/chunked_local.h"
 #include "groups/full_attention.h"
 #include "groups/sliding_window.h"
 
@@ -22,6 +23,9 @@ std::unique_ptr<GroupManager> MakeManager(const GroupSpec& spec,
     case GroupKind::kSlidingWindow:
       return std::make_unique<SlidingWindowManager>(pool, geometry,
                                                     spec.sliding_window);
+    case GroupKind::kChunkedLocal:
+      return std::make_unique<ChunkedLocalManager>(pool, geometry,
+                                                   spec.chunk_size);
     case GroupKind::kFullAttention:
       break;
   }
@@ -29,21 +33,15 @@ std::unique_ptr<GroupManager> MakeManager(const GroupSpec& spec,
 }
 
 std::string_view KindName(GroupKind kind) {
-  return kind == GroupKind::kSlidingWindow ? "sliding_window"
-                                           : "full_attention";
-}
-
-GroupGeometry GeometryOf(const CacheConfig& config, std::size_t index) {
-  const GroupSpec& spec = config.groups[index];
-  const std::uint32_t unit = config.keys.hash_unit;
-  return {.id = GroupId{static_cast<std::uint32_t>(index)},
-          .block_size = spec.block_size,
-          .hash_unit = unit,
-          .alignment = unit < spec.block_size ? unit : spec.block_size,
-          .scheduler_block = spec.block_size,
-          .rewind = spec.speculation == Speculation::kEagle
-                        ? DraftRewind::kEagle
-                        : DraftRewind::kNone};
+  switch (kind) {
+    case GroupKind::kSlidingWindow:
+      return "sliding_window";
+    case GroupKind::kChunkedLocal:
+      return "chunked_local_attention";
+    case GroupKind::kFullAttention:
+      break;
+  }
+  return "full_attention";
 }
 
 }  // namespace
@@ -51,6 +49,7 @@ GroupGeometry GeometryOf(const CacheConfig& config, std::size_t index) {
 CacheCore::CacheCore(const CacheConfig& config)
     : config_(config),
       scheme_(SchemeOf(config)),
+      geometry_(ResolveGeometry(config)),
       pool_(config.num_blocks,
             config.caching == PrefixCaching::kEnabled ? Caching::kEnabled
                                                       : Caching::kDisabled,
@@ -58,7 +57,7 @@ CacheCore::CacheCore(const CacheConfig& config)
                                                    : Events::kDisabled) {
   for (std::size_t i = 0; i < config.groups.size(); ++i) {
     groups_.push_back(
-        MakeManager(config.groups[i], pool_, GeometryOf(config, i)));
+        MakeManager(config.groups[i], pool_, geometry_.groups[i]));
   }
 }
 
@@ -75,10 +74,10 @@ CacheHit CacheCore::Lookup(const Request& request) const {
   if (!pool_.caching_enabled() || request.cache_read() == CacheRead::kSkipped) {
     return hit;
   }
-  GroupHit group_hit =
-      groups_[0]->FindLongestHit(request.keys(), MaxHitLength(request));
-  hit.num_tokens = group_hit.num_tokens;
-  hit.blocks[0] = std::move(group_hit.blocks);
+  CommonHit common =
+      coordinator_.FindLongestHit(request.keys(), MaxHitLength(request));
+  hit.num_tokens = common.num_tokens;
+  hit.blocks = std::move(common.blocks);
   return hit;
 }
 

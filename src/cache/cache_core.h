@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "cache/cache_geometry.h"
+#include "cache/coordinator.h"
 #include "core/block_pool.h"
 #include "groups/group_manager.h"
 #include "hkv/cache_manager.h"
@@ -66,8 +68,10 @@ class CacheCore {
 
   CacheConfig config_;
   KeyScheme scheme_;
+  CacheGeometry geometry_;
   BlockPool pool_;
-  std::vector<std::unique_ptr<GroupManager>> groups_;
+  std::vector<std::unique_ptr<GroupManager>> groups_;  // by group id
+  Coordinator coordinator_{groups_, geometry_};
   absl::flat_hash_map<RequestId, RequestState> requests_;
   CopyLog pending_copies_;              // queued, not yet taken
   std::vector<BlockId> pinned_copies_;  // taken; unpinned by FinishStep

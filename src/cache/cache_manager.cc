@@ -5,53 +5,6 @@
 #include "cache/cache_core.h"
 
 namespace hkv {
-namespace {
-
-Result<void> Invalid(std::string message) {
-  return Fail(ErrorCode::kInvalidArgument, std::move(message));
-}
-
-}  // namespace
-
-Result<void> CacheConfig::Validate() const {
-  if (groups.empty()) return Invalid("a cache needs at least one group");
-  // TODO(#3): hybrid models: several groups and kinds reconciled by the
-  // coordinator.
-  if (groups.size() > 1)
-    return Invalid("more than one cache group is not supported yet");
-  if (num_blocks < 2) {
-    return Invalid(
-        "num_blocks must be at least 2 (the null block and one usable block), "
-        "got " +
-        std::to_string(num_blocks));
-  }
-  if (keys.hash_unit == 0) return Invalid("hash unit must be at least 1 token");
-  if (max_model_len == 0)
-    return Invalid("max_model_len must be at least 1 token");
-  for (std::size_t i = 0; i < groups.size(); ++i) {
-    const GroupSpec& group = groups[i];
-    const std::string name = "group " + std::to_string(i) + ": ";
-    const std::uint32_t b = group.block_size;
-    if (b == 0 || b % keys.hash_unit != 0) {
-      return Invalid(name + "block size " + std::to_string(b) +
-                     " is not a positive multiple of the hash unit " +
-                     std::to_string(keys.hash_unit));
-    }
-    if (group.kind == GroupKind::kSlidingWindow) {
-      if (group.sliding_window == 0)
-        return Invalid(name + "sliding window must be >= 1");
-      // TODO(#3): fine-grained sliding-window hits (hash unit finer than the
-      // block).
-      if (keys.hash_unit != b) {
-        return Invalid(
-            name +
-            "a sliding-window group needs hash unit == block size for now");
-      }
-    }
-  }
-  return {};
-}
-
 struct CacheManager::Impl {
   explicit Impl(const CacheConfig& config) : core(config) {}
   internal::CacheCore core;

@@ -21,8 +21,7 @@ class FullAttentionManager final : public GroupManager {
   // partial entry at or above the boundary, capped by max_length. Then the
   // draft rewind of one alignment unit (at most one block). O(hit blocks +
   // b/u).
-  GroupHit FindLongestHit(std::span<const BlockHash> keys,
-                          std::uint32_t max_length) const override;
+  GroupHit FindLongestHit(const HitQuery& query) const override;
 
   std::uint32_t SkippedTokens(std::uint32_t) const override { return 0; }
 
@@ -34,10 +33,7 @@ class FullAttentionManager final : public GroupManager {
  private:
   bool fine() const { return geometry_.alignment < geometry_.block_size; }
   // Extends `hit` into the first page not matched in full (phase 2).
-  void ExtendIntoPage(std::span<const BlockHash> keys, std::uint32_t max_length,
-                      GroupHit& hit) const;
-  void CommitPartialTail(GroupTable& table, const Request& request,
-                         std::uint32_t num_tokens);
+  void ExtendIntoPage(const HitQuery& query, GroupHit& hit) const;
 };
 
 }  // namespace hkv::internal

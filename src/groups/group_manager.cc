@@ -1,10 +1,29 @@
 #include "groups/group_manager.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "check.h"
 
 namespace hkv::internal {
+
+bool GroupManager::ProbeAll(const BlockHash& key,
+                            std::span<const GroupId> members,
+                            std::vector<BlockId>& found) const {
+  found.resize(members.size());
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    const std::optional<BlockId> block =
+        pool_.FindCached({.hash = key, .group = members[m]});
+    if (!block) return false;
+    found[m] = *block;
+  }
+  return true;
+}
+
+void GroupManager::Append(GroupHit& hit, const std::vector<BlockId>& found) {
+  for (std::size_t m = 0; m < found.size(); ++m)
+    hit.blocks[m].push_back(found[m]);
+}
 
 PrefixKey GroupManager::UnitKey(std::span<const BlockHash> keys,
                                 std::uint32_t num_tokens) const {
@@ -146,6 +165,33 @@ void GroupManager::CommitFullBlocks(GroupTable& table, const Request& request,
     events.Record(StoredEvent(request, run_start, full, b, geometry_.id));
   }
   table.num_committed_blocks = std::max(table.num_committed_blocks, full);
+}
+
+void GroupManager::CommitPartialTail(const GroupTable& table,
+                                     const Request& request,
+                                     std::uint32_t num_tokens) {
+  const std::uint32_t h = geometry_.hash_unit;
+  const std::uint32_t b = geometry_.block_size;
+  const std::uint32_t prompt = request.num_prompt_tokens();
+  const bool rewinds = geometry_.rewind == DraftRewind::kEagle ||
+                       geometry_.lookup_rewind == DraftRewind::kEagle;
+  std::vector<std::uint32_t> boundaries = {prompt / h * h};
+  if (geometry_.alignment < b && prompt > 0) {
+    for (std::uint32_t a : {geometry_.alignment, geometry_.scheduler_block}) {
+      const std::uint32_t aligned = (prompt - 1) / a * a;
+      boundaries.push_back(aligned);
+      if (rewinds && aligned >= a) boundaries.push_back(aligned - a);
+    }
+  }
+  // Longest first: a block's primary entry is its longest.
+  std::sort(boundaries.begin(), boundaries.end(), std::greater<>());
+  boundaries.erase(std::unique(boundaries.begin(), boundaries.end()),
+                   boundaries.end());
+  for (std::uint32_t boundary : boundaries) {
+    if (boundary == 0 || boundary > num_tokens || boundary % b == 0) continue;
+    if (boundary / b >= table.blocks.size()) continue;
+    CommitPartialEntry(table, request, boundary);
+  }
 }
 
 void GroupManager::CommitPartialEntry(const GroupTable& table,

@@ -26,11 +26,24 @@ enum class DraftRewind { kNone, kEagle };
 // Fixed facts of a group, decided by the cache core at construction.
 struct GroupGeometry {
   GroupId id{0};
-  std::uint32_t block_size = 16;       // tokens one block covers
+  std::uint32_t block_size = 16;       // tokens one block covers (DCP-scaled)
   std::uint32_t hash_unit = 16;        // divides block_size
   std::uint32_t alignment = 16;        // A: hits are multiples of it
   std::uint32_t scheduler_block = 16;  // S: lcm of all groups' block sizes
+  // Whether the group's layers feed a draft model (its lookups rewind).
   DraftRewind rewind = DraftRewind::kNone;
+  // Whether some group's lookups rewind: where the prompt's reusable
+  // positions lie depends on it.
+  DraftRewind lookup_rewind = DraftRewind::kNone;
+};
+
+// One lookup of a group kind over the groups that share its spec: a block
+// position counts only when every member group has it cached.
+struct HitQuery {
+  std::span<const BlockHash> keys;          // the request's unit keys
+  std::uint32_t max_length = 0;             // the hit is at most this
+  DraftRewind rewind = DraftRewind::kNone;  // drop the last unit (block)
+  std::span<const GroupId> members;         // at least one
 };
 
 // One request's blocks in one group.
@@ -46,8 +59,10 @@ struct GroupTable {
 };
 
 struct GroupHit {
-  std::vector<BlockId> blocks;  // index-aligned with the block table
   std::uint32_t num_tokens = 0;
+  // Per member group, index-aligned with its block table; the null block
+  // marks positions the group does not need.
+  std::vector<std::vector<BlockId>> blocks;
 };
 
 // Blocks and copies produced by one allocation.
@@ -66,11 +81,17 @@ class GroupManager {
 
   const GroupGeometry& geometry() const { return geometry_; }
 
-  // The largest resumable position <= max_length, a multiple of the
-  // alignment, after this group's draft rewind; blocks index-aligned with the
-  // table. Pure: never touches reference counts.
-  virtual GroupHit FindLongestHit(std::span<const BlockHash> keys,
-                                  std::uint32_t max_length) const = 0;
+  // The largest position <= query.max_length, a multiple of the alignment,
+  // from which every member group can resume (after the rewind, when the
+  // query asks for one and the kind applies it). Pure: never touches
+  // reference counts.
+  virtual GroupHit FindLongestHit(const HitQuery& query) const = 0;
+
+  // Whether FindLongestHit applies a requested rewind itself (attention
+  // kinds); the coordinator then lets it look one unit further.
+  virtual bool RewindsItself() const { return true; }
+  // Whether hits may end inside this kind's blocks.
+  virtual bool FineCapable() const { return true; }
 
   // Tokens a request no longer reads once `num_computed` tokens are
   // computed (window groups); their blocks may be released.
@@ -108,6 +129,22 @@ class GroupManager {
  protected:
   std::uint32_t BlocksFor(std::uint32_t num_tokens) const {
     return (num_tokens + geometry_.block_size - 1) / geometry_.block_size;
+  }
+  // Looks `key` up in every member group: false unless all have it, else
+  // `found[m]` is member m's first-inserted block.
+  bool ProbeAll(const BlockHash& key, std::span<const GroupId> members,
+                std::vector<BlockId>& found) const;
+  // Appends `found[m]` to member m's list.
+  static void Append(GroupHit& hit, const std::vector<BlockId>& found);
+  // Registers the prompt's partial tail entries (spec §3.7.1): its last unit
+  // boundary and, when hits may end inside blocks, where a resend (capped at
+  // prompt - 1) or a rewind lands, at the alignment and the scheduler block.
+  void CommitPartialTail(const GroupTable& table, const Request& request,
+                         std::uint32_t num_tokens);
+  // The key of the prefix ending at block `index`'s end.
+  const BlockHash& BlockKey(std::span<const BlockHash> keys,
+                            std::uint32_t index) const {
+    return keys[(index + 1) * (geometry_.block_size / geometry_.hash_unit) - 1];
   }
   // Key of the prefix ending at block `index`'s end.
   PrefixKey FullBlockKey(std::span<const BlockHash> keys,

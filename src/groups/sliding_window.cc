@@ -11,61 +11,126 @@ SlidingWindowManager::SlidingWindowManager(BlockPool& pool,
                                            std::uint32_t window)
     : GroupManager(pool, geometry), window_(window) {
   HKV_DCHECK(window >= 1);
-  HKV_DCHECK(geometry.alignment % geometry.block_size == 0);
+  HKV_DCHECK(geometry.alignment == geometry.hash_unit ||
+             geometry.alignment % geometry.block_size == 0);
+}
+
+GroupHit SlidingWindowManager::FindLongestHit(const HitQuery& query) const {
+  return geometry_.alignment < geometry_.block_size ? FindFine(query)
+                                                    : FindBlockAligned(query);
 }
 
 void SlidingWindowManager::AlignDown(GroupHit& hit) const {
   const std::uint32_t b = geometry_.block_size;
-  while (!hit.blocks.empty() &&
-         (hit.blocks.size() * b) % geometry_.alignment != 0) {
-    hit.blocks.pop_back();
-  }
+  std::size_t n = hit.blocks[0].size();
+  while (n > 0 && (n * b) % geometry_.alignment != 0) --n;
+  for (std::vector<BlockId>& blocks : hit.blocks) blocks.resize(n);
 }
 
-GroupHit SlidingWindowManager::FindLongestHit(std::span<const BlockHash> keys,
-                                              std::uint32_t max_length) const {
+GroupHit SlidingWindowManager::FindBlockAligned(const HitQuery& query) const {
   const std::uint32_t b = geometry_.block_size;
   const std::uint32_t a = geometry_.alignment;
-  const bool rewind = geometry_.rewind == DraftRewind::kEagle;
+  const bool rewind = query.rewind == DraftRewind::kEagle;
   const std::uint32_t need = (window_ - 1 + b - 1) / b + (rewind ? 1 : 0);
   const auto num_full =
-      static_cast<std::uint32_t>(keys.size() / (b / geometry_.hash_unit));
-  const std::uint32_t limit = std::min(max_length / b, num_full);
+      static_cast<std::uint32_t>(query.keys.size() / (b / geometry_.hash_unit));
+  const std::uint32_t limit = std::min(query.max_length / b, num_full);
   GroupHit hit;
-  hit.blocks.assign(limit, kNullBlock);
+  hit.blocks.assign(query.members.size(),
+                    std::vector<BlockId>(limit, kNullBlock));
+  std::vector<BlockId> found;
   std::uint32_t run = 0;
-  bool found = false;
+  bool full_window = false;
   for (std::uint32_t i = limit; i-- > 0;) {
-    const std::optional<BlockId> block =
-        pool_.FindCached(FullBlockKey(keys, i));
-    if (!block) {
+    if (!ProbeAll(BlockKey(query.keys, i), query.members, found)) {
       run = 0;
       continue;
     }
+    // A run's end must land on the alignment (after the rewind's drop).
     if (run == 0 && b != a && ((rewind ? i : i + 1) * b) % a != 0) continue;
-    hit.blocks[i] = *block;
+    for (std::size_t m = 0; m < found.size(); ++m) hit.blocks[m][i] = found[m];
     if (++run >= need) {
-      hit.blocks.resize(i + run);
-      found = true;
+      for (std::vector<BlockId>& blocks : hit.blocks) blocks.resize(i + run);
+      full_window = true;
       break;
     }
   }
-  if (!found) {
-    hit.blocks.resize(run);  // the run that reaches position 0, if any
+  if (!full_window) {
+    // A run reaching position 0 is a valid, shorter hit.
+    for (std::vector<BlockId>& blocks : hit.blocks) blocks.resize(run);
     AlignDown(hit);
   }
-  if (rewind && !hit.blocks.empty()) {
-    hit.blocks.pop_back();
+  if (rewind && !hit.blocks[0].empty()) {
+    for (std::vector<BlockId>& blocks : hit.blocks) blocks.pop_back();
     AlignDown(hit);
   }
-  hit.num_tokens = static_cast<std::uint32_t>(hit.blocks.size()) * b;
+  hit.num_tokens = static_cast<std::uint32_t>(hit.blocks[0].size()) * b;
   return hit;
+}
+
+bool SlidingWindowManager::ProbeRun(const HitQuery& query, std::uint32_t first,
+                                    std::uint32_t end, GroupHit& hit) const {
+  std::vector<BlockId> found;
+  for (std::uint32_t i = first; i < end; ++i) {
+    if (!ProbeAll(BlockKey(query.keys, i), query.members, found)) return false;
+    Append(hit, found);
+  }
+  return true;
+}
+
+GroupHit SlidingWindowManager::FindFine(const HitQuery& query) const {
+  const std::uint32_t a = geometry_.alignment;  // == hash unit
+  const std::uint32_t b = geometry_.block_size;
+  const std::uint32_t per_block = b / a;
+  const auto num_units = static_cast<std::uint32_t>(query.keys.size());
+  const bool rewind = query.rewind == DraftRewind::kEagle;
+  // A rewind recomputes one more unit, so the window reaches one further.
+  const std::uint32_t need_tokens = window_ - 1 + (rewind ? a : 0);
+  std::vector<BlockId> tail;
+  bool have_tail = false;
+  std::uint32_t tail_block = 0;
+  std::uint32_t scanned_to = 0;  // units >= it of tail_block were probed
+  bool started = false;
+  for (std::uint32_t u = std::min(query.max_length / a, num_units); u-- > 0;) {
+    const std::uint32_t boundary = (u + 1) * a;
+    const std::uint32_t block = (boundary - 1) / b;
+    if (!started || block != tail_block) {
+      started = true;
+      tail_block = block;
+      have_tail = false;
+      scanned_to = std::min((block + 1) * per_block, num_units);
+    }
+    // The covering entry: at this boundary or a later one of the same block
+    // (append-only KV). Each unit is probed at most once per block.
+    for (; !have_tail && scanned_to > u; --scanned_to) {
+      have_tail = ProbeAll(query.keys[scanned_to - 1], query.members, tail);
+    }
+    if (!have_tail) continue;
+    const std::uint32_t first =
+        boundary > need_tokens ? (boundary - need_tokens) / b : 0;
+    GroupHit hit;
+    hit.blocks.assign(query.members.size(),
+                      std::vector<BlockId>(first, kNullBlock));
+    if (!ProbeRun(query, first, block, hit)) continue;
+    Append(hit, tail);
+    hit.num_tokens = boundary - (rewind ? a : 0);
+    for (std::vector<BlockId>& blocks : hit.blocks) {
+      blocks.resize(BlocksFor(hit.num_tokens));
+    }
+    return hit;
+  }
+  GroupHit miss;
+  miss.blocks.resize(query.members.size());
+  return miss;
 }
 
 void SlidingWindowManager::Commit(GroupTable& table, const Request& request,
                                   std::uint32_t num_tokens) {
   HKV_DCHECK(num_tokens <= request.num_tokens());
   CommitFullBlocks(table, request, num_tokens);
+  if (geometry_.alignment < geometry_.block_size) {
+    CommitPartialTail(table, request, num_tokens);
+  }
 }
 
 }  // namespace hkv::internal

@@ -1,0 +1,78 @@
+#include <string>
+
+#include "hkv/cache_manager.h"
+
+namespace hkv {
+namespace {
+
+Result<void> Invalid(std::string message) {
+  return Fail(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+std::string Num(std::uint64_t n) { return std::to_string(n); }
+
+Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
+                           const CacheConfig& config) {
+  const std::string name = "group " + Num(index) + ": ";
+  const bool sharded =
+      group.dcp_layout == DcpLayout::kSharded && config.dcp > 1;
+  const std::uint64_t block =
+      std::uint64_t{group.block_size} * (sharded ? config.dcp : 1);
+  const std::uint32_t unit = config.keys.hash_unit;
+  if (group.block_size == 0 || block % unit != 0) {
+    return Invalid(name + "block size " + Num(block) +
+                   " is not a positive multiple of the hash unit " + Num(unit));
+  }
+  switch (group.kind) {
+    case GroupKind::kFullAttention:
+      break;
+    case GroupKind::kSlidingWindow:
+      if (group.sliding_window == 0)
+        return Invalid(name + "sliding window must be >= 1");
+      if (sharded) {
+        return Invalid(name +
+                       "a sliding-window group cannot be DCP-sharded (dcp " +
+                       Num(config.dcp) + "); make it replicated");
+      }
+      break;
+    case GroupKind::kChunkedLocal:
+      if (group.chunk_size == 0)
+        return Invalid(name + "chunk size must be >= 1");
+      if (group.speculation == Speculation::kEagle) {
+        return Invalid(name +
+                       "a chunked-local group cannot feed a draft model");
+      }
+      if (sharded)
+        return Invalid(name + "a chunked-local group cannot be DCP-sharded");
+      if (block != unit) {
+        return Invalid(name +
+                       "a chunked-local group needs hash unit == block size (" +
+                       Num(block) + "), got " + Num(unit));
+      }
+      break;
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> CacheConfig::Validate() const {
+  if (groups.empty()) return Invalid("a cache needs at least one group");
+  if (num_blocks < 2) {
+    return Invalid(
+        "num_blocks must be at least 2 (the null block and one usable block), "
+        "got " +
+        Num(num_blocks));
+  }
+  if (keys.hash_unit == 0) return Invalid("hash unit must be at least 1 token");
+  if (max_model_len == 0)
+    return Invalid("max_model_len must be at least 1 token");
+  if (dcp == 0) return Invalid("dcp must be at least 1");
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (Result<void> valid = ValidateGroup(groups[i], i, *this); !valid)
+      return valid;
+  }
+  return {};
+}
+
+}  // namespace hkv

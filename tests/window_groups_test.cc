@@ -1,0 +1,187 @@
+// Spec §8.3 vectors V-37 ... V-41, V-43, V-44: sliding-window and
+// chunked-local groups at manager level.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string_view>
+
+#include "groups/chunked_local.h"
+#include "groups/sliding_window.h"
+#include "test_util.h"
+
+namespace hkv {
+namespace {
+
+using ::hkv::internal::BlockPool;
+using ::hkv::internal::GroupGeometry;
+using ::hkv::internal::GroupHit;
+using ::hkv::internal::GroupTable;
+using ::testing::ElementsAreArray;
+
+constexpr GroupId kMembers[] = {GroupId{0}};
+
+GroupGeometry Geometry(std::uint32_t block, std::uint32_t unit,
+                       std::uint32_t alignment) {
+  return {.block_size = block,
+          .hash_unit = unit,
+          .alignment = alignment,
+          .scheduler_block = block};
+}
+
+// A request of 2-token blocks (plus `extra` tokens) whose blocks marked 'T'
+// in `pattern` are cached in `pool`.
+Request CachePattern(BlockPool& pool, std::string_view pattern,
+                     std::uint32_t extra) {
+  const KeyScheme scheme = *MakeKeyScheme({.hash_unit = 2});
+  const auto tokens = 2 * static_cast<TokenId>(pattern.size()) + extra;
+  Request r({.id = RequestId{1}}, testing::Range(0, tokens), scheme);
+  for (std::uint32_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == 'T') {
+      pool.CacheFull(pool.AllocateOne(), {.hash = r.keys()[i]}, 2 * (i + 1));
+    }
+  }
+  return r;
+}
+
+GroupHit Find(const internal::GroupManager& manager, const Request& r,
+              std::uint32_t max_length) {
+  return manager.FindLongestHit(
+      {.keys = r.keys(), .max_length = max_length, .members = kMembers});
+}
+
+TEST(WindowGroupsTest, V37_WindowHitIsTheLastFullWindow) {
+  const std::vector<std::pair<std::string_view, std::uint32_t>> cases = {
+      {"FFFFFFFFFF", 0},  {"T", 1},           {"TF", 1},   {"TT", 2},
+      {"TTF", 2},         {"TTT", 3},         {"TTTF", 3}, {"TTFTFFTTFTTT", 12},
+      {"TTFTFFTTFFF", 8}, {"TTFTFFTTFFFT", 8}};
+  for (const auto& [pattern, expected] : cases) {
+    BlockPool pool(64, internal::Caching::kEnabled);
+    internal::SlidingWindowManager window(pool, Geometry(2, 2, 2), 4);
+    const Request r = CachePattern(pool, pattern, 0);
+    const GroupHit hit =
+        Find(window, r, 2 * static_cast<std::uint32_t>(pattern.size()));
+    EXPECT_EQ(hit.num_tokens, 2 * expected) << pattern;
+    ASSERT_EQ(hit.blocks[0].size(), expected) << pattern;
+    for (std::uint32_t i = 0; i + 2 < expected; ++i) {
+      EXPECT_EQ(hit.blocks[0][i], kNullBlock) << pattern;  // outside the window
+    }
+  }
+}
+
+TEST(WindowGroupsTest, V38_ChunkedLocalHitStartsAtTheCurrentChunk) {
+  struct Case {
+    std::string_view pattern;
+    std::uint32_t tail;
+    std::uint32_t expected;
+  };
+  const std::vector<Case> cases = {
+      {"T", 0, 1},           {"T", 1, 1},           {"TF", 0, 2},
+      {"TF", 1, 2},          {"TT", 0, 2},          {"TT", 1, 2},
+      {"TTF", 0, 2},         {"TTF", 1, 2},         {"TTT", 0, 3},
+      {"TTT", 1, 3},         {"TTTF", 0, 4},        {"TTTF", 1, 4},
+      {"FFFFFFFFT", 1, 9},   {"TTTTTTTTT", 1, 9},   {"TTTTTTTTF", 1, 8},
+      {"FFFFFFFFTT", 1, 10}, {"FFFFFFFFTF", 0, 10}, {"TTTTTTTTTF", 1, 10},
+      {"FFFFFFFFFT", 0, 10}, {"TTTTTTTTFT", 1, 10}, {"FFFFFFFFFF", 0, 10},
+      {"FFFFFFFFFF", 1, 10}};
+  for (const Case& c : cases) {
+    BlockPool pool(64, internal::Caching::kEnabled);
+    internal::ChunkedLocalManager chunked(pool, Geometry(2, 2, 2), 4);
+    const Request r = CachePattern(pool, c.pattern, c.tail);
+    const auto max_length =
+        2 * static_cast<std::uint32_t>(c.pattern.size()) + c.tail;
+    EXPECT_EQ(Find(chunked, r, max_length).num_tokens, 2 * c.expected)
+        << c.pattern << " tail " << c.tail;
+  }
+}
+
+TEST(WindowGroupsTest, V39_FineWindowHitEndsOnAUnitBoundary) {
+  BlockPool pool(16, internal::Caching::kEnabled);
+  internal::SlidingWindowManager window(pool, Geometry(4, 2, 2), 8);
+  const KeyScheme scheme = *MakeKeyScheme({.hash_unit = 2});
+  const Request r({.id = RequestId{1}}, testing::Range(0, 8), scheme);
+  const BlockId b10 = pool.AllocateOne();
+  const BlockId b11 = pool.AllocateOne();
+  pool.CacheFull(b10, {.hash = r.keys()[1]}, 4);
+  pool.CacheFull(b11, {.hash = r.keys()[3]}, 8);
+  const GroupHit hit = Find(window, r, 8);
+  EXPECT_EQ(hit.num_tokens, 8u);
+  EXPECT_THAT(hit.blocks[0], ElementsAreArray({b10, b11}));
+}
+
+// A table of `n` fresh blocks.
+GroupTable FreshTable(BlockPool& pool, std::uint32_t n) {
+  GroupTable table;
+  pool.Allocate(n, table.blocks);
+  return table;
+}
+
+std::size_t NumNull(const GroupTable& table) {
+  return static_cast<std::size_t>(
+      std::count(table.blocks.begin(), table.blocks.end(), kNullBlock));
+}
+
+TEST(WindowGroupsTest, V40_WindowReleasesBlocksThatLeftIt) {
+  BlockPool pool(16, internal::Caching::kEnabled);
+  internal::SlidingWindowManager window(pool, Geometry(2, 2, 2), 4);
+  GroupTable table = FreshTable(pool, 11);
+  const std::vector<BlockId> original = table.blocks;
+  const std::vector<std::pair<std::uint32_t, std::size_t>> steps = {
+      {0, 0}, {4, 0}, {5, 1}, {6, 1}, {7, 2}, {11, 4}};
+  for (const auto& [processed, nulls] : steps) {
+    window.RemoveSkippedBlocks(table, processed);
+    EXPECT_EQ(NumNull(table), nulls) << processed;
+    for (std::size_t i = 0; i < nulls; ++i)
+      EXPECT_EQ(table.blocks[i], kNullBlock);
+  }
+  // The last call freed blocks 3 then 2: both uncached, so both went to the
+  // front of the queue in that order.
+  const std::vector<BlockId> queue = pool.FreeQueueSnapshot();
+  EXPECT_EQ(queue[0], original[3]);
+  EXPECT_EQ(queue[1], original[2]);
+}
+
+TEST(WindowGroupsTest, V41_ChunkedLocalReleasesEarlierChunks) {
+  BlockPool pool(16, internal::Caching::kEnabled);
+  internal::ChunkedLocalManager chunked(pool, Geometry(2, 2, 2), 4);
+  GroupTable table = FreshTable(pool, 8);
+  const std::vector<std::pair<std::uint32_t, std::size_t>> steps = {
+      {0, 0}, {4, 2}, {6, 2}, {12, 6}};
+  for (const auto& [processed, nulls] : steps) {
+    chunked.RemoveSkippedBlocks(table, processed);
+    EXPECT_EQ(NumNull(table), nulls) << processed;
+  }
+}
+
+TEST(WindowGroupsTest, V43_PredictorCountsEvictableHitBlocks) {
+  BlockPool pool(64, internal::Caching::kEnabled);
+  internal::SlidingWindowManager window(pool, Geometry(2, 2, 2), 4);
+  std::vector<BlockId> real;
+  pool.Allocate(10, real);
+  pool.Free(real);  // cached nowhere, but free (ref 0): evictable
+  const GroupTable empty;
+  EXPECT_EQ(window.NumBlocksToAllocate(empty, 40, real, 0), 20u);
+  std::vector<BlockId> half(5, kNullBlock);
+  half.insert(half.end(), real.begin(), real.begin() + 5);
+  EXPECT_EQ(window.NumBlocksToAllocate(empty, 40, half, 0), 15u);
+}
+
+TEST(WindowGroupsTest, V44_AllocatorTakesWhatThePredictorCounted) {
+  BlockPool pool(8, internal::Caching::kEnabled);
+  internal::SlidingWindowManager window(pool, Geometry(2, 2, 2), 4);
+  const BlockId hit_block = pool.AllocateOne();
+  pool.Free(std::vector<BlockId>{hit_block});
+  const std::vector<BlockId> hit = {hit_block};
+  GroupTable table;
+  EXPECT_EQ(window.NumBlocksToAllocate(table, 4, hit, 2), 2u);
+  const std::uint32_t free_before = pool.num_free_blocks();
+  window.AdoptHit(table, hit, 2);
+  std::vector<BlockId> placed;
+  internal::CopyLog log;
+  window.AllocateNew(table, 4, placed, log);
+  EXPECT_EQ(placed.size(), 1u);
+  EXPECT_EQ(table.blocks.size(), 2u);
+  EXPECT_EQ(free_before - pool.num_free_blocks(), 2u);
+}
+
+}  // namespace
+}  // namespace hkv
