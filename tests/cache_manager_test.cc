@@ -85,6 +85,60 @@ TEST(CacheManagerTest, StaleHitIsRefused) {
                UsageError);
 }
 
+TEST(CacheManagerTest, MalformedHitsAreRefused) {
+  CacheManager cache = Make(4, 4, 10);
+  const Request r0({.id = RequestId{0}}, Range(0, 17), cache.key_scheme());
+  ASSERT_TRUE(cache.Allocate(r0, {.num_new_tokens = 17}));
+  cache.Commit(r0, 17);
+  const Request r1({.id = RequestId{1}}, Range(0, 20), cache.key_scheme());
+  const CacheHit hit = cache.Lookup(r1);
+  ASSERT_EQ(hit.num_tokens, 16u);
+  const std::uint32_t free_blocks = cache.num_free_blocks();
+  // A hit is adopted before anything else is computed.
+  EXPECT_THROW(
+      (void)cache.Allocate(
+          r1, {.num_computed_tokens = 2, .num_new_tokens = 2, .hit = &hit}),
+      UsageError);
+  // Its blocks must cover it.
+  const CacheHit empty{.num_tokens = 16, .blocks = {{}}};
+  EXPECT_THROW((void)cache.Allocate(r1, {.num_new_tokens = 4, .hit = &empty}),
+               UsageError);
+  EXPECT_EQ(cache.num_free_blocks(), free_blocks);
+  EXPECT_TRUE(cache.Allocate(r1, {.num_new_tokens = 4, .hit = &hit}));
+}
+
+// A block evicted after the lookup and keyed again under another prefix is
+// caught: the hit no longer matches a fresh lookup.
+TEST(CacheManagerTest, HitReKeyedUnderAnotherPrefixIsRefused) {
+  CacheManager cache = Make(4, 4, 4);
+  const auto run = [&](std::uint64_t id, std::vector<TokenId> tokens) {
+    const Request r({.id = RequestId{id}}, tokens, cache.key_scheme());
+    const auto n = static_cast<std::uint32_t>(tokens.size());
+    EXPECT_TRUE(cache.Allocate(r, {.num_new_tokens = n}));
+    cache.Commit(r, n);
+    cache.Free(r.id());
+  };
+  using testing::Concat;
+  using testing::Repeat;
+  run(0, Concat(Range(0, 4), {100}));
+  const Request r1({.id = RequestId{1}}, Concat(Range(0, 4), {101}),
+                   cache.key_scheme());
+  const CacheHit hit = cache.Lookup(r1);
+  ASSERT_EQ(hit.num_tokens, 4u);
+  run(2, Concat(Repeat(7, 8), {8}));  // evicts the hit block
+  run(3, Concat(Repeat(9, 4), {5}));  // and keys it again
+  EXPECT_THROW((void)cache.Allocate(r1, {.num_new_tokens = 1, .hit = &hit}),
+               UsageError);
+}
+
+TEST(CacheManagerTest, RequestsThatSkipReadingAreNotCounted) {
+  CacheManager cache = Make(16, 16, 5);
+  const Request r({.id = RequestId{0}, .cache_read = CacheRead::kSkipped},
+                  Range(0, 40), cache.key_scheme());
+  ASSERT_TRUE(cache.Allocate(r, {.num_new_tokens = 40}));
+  EXPECT_EQ(cache.TakeStats().requests, 0u);
+}
+
 TEST(CacheManagerTest, HitInsideAPageIsCopiedOnWrite) {
   CacheManager cache = Make(4, 2, 10);
   const Request producer({.id = RequestId{0}}, Range(0, 7), cache.key_scheme());

@@ -86,10 +86,14 @@ class Harness {
     return hit;
   }
 
+  // Copies are taken after every operation; a step ends only sometimes, so
+  // pinned endpoints pile up and outlive their requests.
   void CheckState() {
     RC_ASSERT(cache_.TakeCopies() == model_.TakeCopies());
-    cache_.FinishStep();
-    model_.FinishStep();
+    if (*rc::gen::arbitrary<bool>()) {
+      cache_.FinishStep();
+      model_.FinishStep();
+    }
     RC_ASSERT(cache_.pool().FreeQueueSnapshot() == model_.FreeQueue());
     for (std::uint32_t i = 1; i < cache_.pool().num_blocks(); ++i) {
       RC_ASSERT(cache_.pool().ref_count(BlockId{i}) ==

@@ -33,7 +33,7 @@ class PartialHitsTest : public ::testing::Test {
     internal::GroupTable table;
     internal::CopyLog log;
     std::vector<BlockId> placed;
-    manager_->AllocateNew(table, n, placed, log);
+    manager_->AllocateNew(table, {.num_slots = n, .num_main = n}, placed, log);
     manager_->Commit(table, r, n);
     return table;
   }

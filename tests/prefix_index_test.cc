@@ -15,7 +15,7 @@ namespace {
 
 PrefixKey MakeKey(std::uint8_t home, std::uint8_t tail, std::uint32_t group) {
   PrefixKey key;
-  key.hash.bytes[0] = home;  // few distinct first words: many collisions
+  key.hash.bytes[0] = home;  // the home slot, in a table of 64 or more
   key.hash.bytes[31] = tail;
   key.group = GroupId{group};
   return key;
@@ -33,8 +33,12 @@ RC_GTEST_PROP(PrefixIndexTest, AgreesWithMapModel, ()) {
   std::map<PrefixKey, std::vector<BlockId>, KeyOrder> model;
   const auto steps = *rc::gen::inRange(1, 400);
   for (int step = 0; step < steps; ++step) {
-    const PrefixKey key = MakeKey(*rc::gen::inRange<std::uint8_t>(0, 4),
-                                  *rc::gen::inRange<std::uint8_t>(0, 40),
+    // Homes cluster near both ends of the smallest table (64 slots), so
+    // probe runs collide and wrap around.
+    const auto near = *rc::gen::inRange<std::uint8_t>(0, 6);
+    const auto home = static_cast<std::uint8_t>(
+        *rc::gen::arbitrary<bool>() ? near : 63 - near);
+    const PrefixKey key = MakeKey(home, *rc::gen::inRange<std::uint8_t>(0, 40),
                                   *rc::gen::inRange(0u, 2u));
     const BlockId block{*rc::gen::inRange(1u, 6u)};
     const int op = *rc::gen::inRange(0, 3);
@@ -65,6 +69,25 @@ RC_GTEST_PROP(PrefixIndexTest, AgreesWithMapModel, ()) {
     RC_ASSERT(index.size() == model.size());
     RC_ASSERT(index.NumEntries() == entries);
   }
+}
+
+// Erasing inside a run that wraps from the last slot to the first shifts
+// back only the keys whose home allows it: a key sitting in its own home
+// slot 0 stays there.
+TEST(PrefixIndexTest, EraseInsideARunThatWraps) {
+  PrefixIndex index;
+  const PrefixKey at_home = MakeKey(0, 0, 0);
+  index.Insert(at_home, BlockId{1});  // slot 0
+  std::vector<PrefixKey> wrapped;
+  for (std::uint8_t i = 1; i <= 3; ++i) {
+    wrapped.push_back(MakeKey(62, i, 0));  // slots 62, 63, 1
+    index.Insert(wrapped.back(), BlockId{i + 1u});
+  }
+  ASSERT_TRUE(index.Erase(wrapped[0], BlockId{2}));
+  EXPECT_EQ(index.Find(at_home), BlockId{1});
+  EXPECT_EQ(index.Find(wrapped[1]), BlockId{3});
+  EXPECT_EQ(index.Find(wrapped[2]), BlockId{4});
+  EXPECT_FALSE(index.Find(wrapped[0]).has_value());
 }
 
 TEST(PrefixIndexTest, FindRunStopsAtTheFirstMiss) {

@@ -108,6 +108,15 @@ TEST(WindowGroupsTest, V39_FineWindowHitEndsOnAUnitBoundary) {
   EXPECT_THAT(hit.blocks[0], ElementsAreArray({b10, b11}));
 }
 
+internal::AllocationDemand Demand(std::uint32_t tokens,
+                                  std::span<const BlockId> hit,
+                                  std::uint32_t local) {
+  return {.num_slots = tokens,
+          .num_main = tokens,
+          .num_local_computed = local,
+          .hit = hit};
+}
+
 // A table of `n` fresh blocks.
 GroupTable FreshTable(BlockPool& pool, std::uint32_t n) {
   GroupTable table;
@@ -159,10 +168,10 @@ TEST(WindowGroupsTest, V43_PredictorCountsEvictableHitBlocks) {
   pool.Allocate(10, real);
   pool.Free(real);  // cached nowhere, but free (ref 0): evictable
   const GroupTable empty;
-  EXPECT_EQ(window.NumBlocksToAllocate(empty, 40, real, 0), 20u);
+  EXPECT_EQ(window.NumBlocksToAllocate(empty, Demand(40, real, 0)), 20u);
   std::vector<BlockId> half(5, kNullBlock);
   half.insert(half.end(), real.begin(), real.begin() + 5);
-  EXPECT_EQ(window.NumBlocksToAllocate(empty, 40, half, 0), 15u);
+  EXPECT_EQ(window.NumBlocksToAllocate(empty, Demand(40, half, 0)), 15u);
 }
 
 TEST(WindowGroupsTest, V44_AllocatorTakesWhatThePredictorCounted) {
@@ -172,12 +181,12 @@ TEST(WindowGroupsTest, V44_AllocatorTakesWhatThePredictorCounted) {
   pool.Free(std::vector<BlockId>{hit_block});
   const std::vector<BlockId> hit = {hit_block};
   GroupTable table;
-  EXPECT_EQ(window.NumBlocksToAllocate(table, 4, hit, 2), 2u);
+  EXPECT_EQ(window.NumBlocksToAllocate(table, Demand(4, hit, 2)), 2u);
   const std::uint32_t free_before = pool.num_free_blocks();
   window.AdoptHit(table, hit, 2);
   std::vector<BlockId> placed;
   internal::CopyLog log;
-  window.AllocateNew(table, 4, placed, log);
+  window.AllocateNew(table, Demand(4, {}, 2), placed, log);
   EXPECT_EQ(placed.size(), 1u);
   EXPECT_EQ(table.blocks.size(), 2u);
   EXPECT_EQ(free_before - pool.num_free_blocks(), 2u);

@@ -11,7 +11,9 @@
 //   Free(r.id())                          // when the request finishes
 //
 // Thread-compatible: one scheduler thread; callers serialize all calls.
-// A refused call (UsageError) or a failed allocation leaves state unchanged.
+// A refused call (UsageError) leaves state unchanged. A failed allocation
+// (std::nullopt) changes nothing but releasing, as the allocation would have,
+// the blocks that fell out of the request's windows.
 //
 // Example:
 //   Result<CacheManager> cache = CacheManager::Create(
@@ -84,10 +86,14 @@ struct CacheConfig {
 struct CacheHit {
   std::uint32_t num_tokens = 0;
   std::vector<std::vector<BlockId>> blocks = {};  // [group][block index]
+  // The cache's key generation at lookup; Allocate re-checks a hit whose
+  // blocks may have lost their keys since.
+  std::uint64_t key_generation = 0;
 };
 
 struct AllocationRequest {
-  // Tokens this request already computed before this call, excluding `hit`.
+  // Tokens this request already computed before this call, excluding `hit`;
+  // 0 when `hit` is set (a hit is adopted on the first allocation only).
   std::uint32_t num_computed_tokens = 0;
   // Tokens to compute in this step (drafts included).
   std::uint32_t num_new_tokens = 0;
@@ -135,10 +141,12 @@ class CacheManager {
 
   // Adopts `args.hit` (first allocation only) and takes blocks so the
   // request's tables cover num_computed + hit + new + lookahead tokens, all
-  // groups or none. Returns std::nullopt when free blocks are short; nothing
-  // changes then.
+  // groups or none. Returns std::nullopt when free blocks are short.
   // REQUIRES: request keyed with key_scheme(); new tokens or a hit; a hit
-  // only for a request holding no blocks. O(new blocks + hit blocks).
+  // only for a request holding no blocks, with num_computed_tokens 0, one
+  // block list per group covering it, and still cached: a hit whose blocks
+  // lost keys since the lookup must equal a fresh lookup.
+  // O(new blocks + hit blocks).
   std::optional<NewBlocks> Allocate(const Request& request,
                                     const AllocationRequest& args);
 
@@ -156,7 +164,8 @@ class CacheManager {
   // before the step. Their endpoints stay pinned until FinishStep().
   std::vector<BlockCopy> TakeCopies();
 
-  // The step that ran the taken copies is done: unpin their endpoints.
+  // The step that ran the taken copies is done: unpin their endpoints. What
+  // was registered before this call counts as computed from now on.
   void FinishStep();
 
   // Drops every cached prefix. Returns false and changes nothing while any
@@ -169,10 +178,14 @@ class CacheManager {
 
   // Returns and clears the counters.
   PrefixCacheStats TakeStats();
+  // Counters since construction.
   PoolCounters counters() const;
+  // Fraction of usable blocks in use: 1 - free / (num_blocks - 1).
   double usage() const;
+  // Blocks on the free queue (cached ones included).
   std::uint32_t num_free_blocks() const;
-  // The request's block table in `group`. REQUIRES: the request holds blocks.
+  // The request's block table in `group`, valid until the next mutating
+  // call. REQUIRES: the request holds blocks.
   std::span<const BlockId> block_table(RequestId id, GroupId group) const;
 
  private:

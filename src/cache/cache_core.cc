@@ -78,6 +78,7 @@ CacheHit CacheCore::Lookup(const Request& request) const {
       coordinator_.FindLongestHit(request.keys(), MaxHitLength(request));
   hit.num_tokens = common.num_tokens;
   hit.blocks = std::move(common.blocks);
+  hit.key_generation = pool_.key_generation();
   return hit;
 }
 
@@ -90,34 +91,61 @@ void CacheCore::CheckAllocation(const Request& request,
   HKV_REQUIRE(
       args.num_new_tokens > 0 || (hit != nullptr && hit->num_tokens > 0),
       "an allocation needs new tokens or a hit");
-  if (hit == nullptr) return;
-  HKV_REQUIRE(!running || hit->num_tokens == 0,
+  if (hit == nullptr || hit->num_tokens == 0) return;
+  HKV_REQUIRE(!running,
               "a hit can only be adopted by a request that holds no blocks");
+  HKV_REQUIRE(args.num_computed_tokens == 0,
+              "a request adopting a hit has computed nothing else");
+  HKV_REQUIRE(hit->num_tokens < request.num_tokens(),
+              "a hit covers less than the request's tokens");
   HKV_REQUIRE(hit->blocks.size() == groups_.size(),
               "the hit has one block list per group");
-  for (const std::vector<BlockId>& blocks : hit->blocks) {
-    for (BlockId b : blocks) {
-      HKV_REQUIRE(ToIndex(b) < pool_.num_blocks(), "hit block id out of range");
-      HKV_REQUIRE(b == kNullBlock || pool_.primary_num_tokens(b) > 0,
-                  "a hit block was evicted since the lookup; look the request "
-                  "up again");
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    const std::uint32_t b = groups_[g]->geometry().block_size;
+    HKV_REQUIRE(hit->blocks[g].size() == (hit->num_tokens + b - 1) / b,
+                "each group's hit blocks cover the hit");
+    for (BlockId block : hit->blocks[g]) {
+      HKV_REQUIRE(ToIndex(block) < pool_.num_blocks(),
+                  "hit block id out of range");
     }
+  }
+  if (hit->key_generation != pool_.key_generation()) {
+    const CacheHit fresh = Lookup(request);
+    HKV_REQUIRE(
+        fresh.num_tokens == hit->num_tokens && fresh.blocks == hit->blocks,
+        "the hit's blocks changed since the lookup; look the request "
+        "up again");
   }
 }
 
-std::uint32_t CacheCore::BlocksNeeded(const RequestState* state,
+std::uint64_t CacheCore::BlocksNeeded(const RequestState* state,
                                       const AllocationRequest& args,
-                                      std::uint32_t num_slots,
-                                      std::uint32_t num_local) const {
+                                      AllocationDemand demand) const {
   static const GroupTable kEmptyTable;
-  std::uint32_t need = 0;
+  std::uint64_t need = 0;
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     const GroupTable& table = state ? state->tables[g] : kEmptyTable;
-    std::span<const BlockId> hit;
-    if (args.hit != nullptr) hit = args.hit->blocks[g];
-    need += groups_[g]->NumBlocksToAllocate(table, num_slots, hit, num_local);
+    demand.hit = {};
+    if (args.hit != nullptr) demand.hit = args.hit->blocks[g];
+    need += groups_[g]->NumBlocksToAllocate(table, demand);
   }
   return need;
+}
+
+std::uint32_t CacheCore::CacheableTokens(std::uint32_t num_tokens,
+                                         const GroupGeometry& group) const {
+  if (groups_.size() == 1) return num_tokens;
+  const auto aligned = [this](std::uint32_t n) {
+    return geometry_.partial_hits
+               ? n
+               : n / geometry_.scheduler_block * geometry_.scheduler_block;
+  };
+  const std::uint32_t cacheable = aligned(num_tokens);
+  // A rewinding group's lookups prove one block past the aligned point.
+  if (group.rewind == DraftRewind::kEagle && cacheable > 0) {
+    return std::min(num_tokens, aligned(num_tokens) + group.block_size);
+  }
+  return cacheable;
 }
 
 std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
@@ -128,40 +156,54 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
   const std::uint32_t hit_tokens = args.hit ? args.hit->num_tokens : 0;
   const std::uint32_t num_local = args.num_computed_tokens + hit_tokens;
   const std::uint32_t total = std::min(num_local, config_.max_model_len);
-  const std::uint32_t num_main = total + args.num_new_tokens;
-  const std::uint32_t num_slots =
-      std::min(num_main + args.num_lookahead_tokens, config_.max_model_len);
+  const std::uint32_t num_main = CheckedCount(
+      std::uint64_t{total} + args.num_new_tokens, "request tokens");
+  const AllocationDemand demand{
+      .num_slots = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+          std::uint64_t{num_main} + args.num_lookahead_tokens,
+          config_.max_model_len)),
+      .num_main = num_main,
+      .num_local_computed = num_local};
   if (running) {
     for (std::size_t g = 0; g < groups_.size(); ++g) {
       groups_[g]->RemoveSkippedBlocks(it->second.tables[g], total);
     }
   }
-  const RequestState* state = running ? &it->second : nullptr;
-  if (BlocksNeeded(state, args, num_slots, num_local) >
+  if (BlocksNeeded(running ? &it->second : nullptr, args, demand) >
       pool_.num_free_blocks()) {
     return std::nullopt;
   }
-  if (!running) {
-    it = requests_.emplace(request.id(), RequestState{}).first;
-    it->second.tables.resize(groups_.size());
+  if (!running) it = Admit(request, hit_tokens);
+  return Place(it->second, args, demand);
+}
+
+absl::flat_hash_map<RequestId, CacheCore::RequestState>::iterator
+CacheCore::Admit(const Request& request, std::uint32_t hit_tokens) {
+  auto it = requests_.emplace(request.id(), RequestState{}).first;
+  it->second.tables.resize(groups_.size());
+  if (pool_.caching_enabled() && request.cache_read() == CacheRead::kAllowed) {
     ++stats_.requests;
     stats_.queries += request.num_tokens();
     stats_.hits += hit_tokens;
   }
-  RequestState& mutable_state = it->second;
+  return it;
+}
+
+NewBlocks CacheCore::Place(RequestState& state, const AllocationRequest& args,
+                           const AllocationDemand& demand) {
   // Every group adopts its hit before any group allocates, so one group's
   // allocation cannot evict another group's hit blocks.
-  if (hit_tokens > 0) {
+  if (args.hit != nullptr && args.hit->num_tokens > 0) {
     for (std::size_t g = 0; g < groups_.size(); ++g) {
-      groups_[g]->AdoptHit(mutable_state.tables[g], args.hit->blocks[g],
-                           num_local);
+      groups_[g]->AdoptHit(state.tables[g], args.hit->blocks[g],
+                           demand.num_local_computed);
     }
   }
   NewBlocks placed;
   placed.blocks.resize(groups_.size());
   for (std::size_t g = 0; g < groups_.size(); ++g) {
-    groups_[g]->AllocateNew(mutable_state.tables[g], num_slots,
-                            placed.blocks[g], pending_copies_);
+    groups_[g]->AllocateNew(state.tables[g], demand, placed.blocks[g],
+                            pending_copies_);
   }
   return placed;
 }
@@ -179,7 +221,8 @@ void CacheCore::Commit(const Request& request,
   }
   if (!pool_.caching_enabled()) return;
   for (std::size_t g = 0; g < groups_.size(); ++g) {
-    groups_[g]->Commit(it->second.tables[g], request, n);
+    groups_[g]->Commit(it->second.tables[g], request,
+                       CacheableTokens(n, groups_[g]->geometry()));
   }
 }
 
@@ -201,6 +244,7 @@ std::vector<BlockCopy> CacheCore::TakeCopies() {
 void CacheCore::FinishStep() {
   pool_.Free(pinned_copies_);
   pinned_copies_.clear();
+  for (const std::unique_ptr<GroupManager>& group : groups_) group->StartStep();
 }
 
 bool CacheCore::ResetPrefixCache() {
@@ -237,7 +281,6 @@ bool CacheCore::CheckInvariants() const {
   for (const auto& [id, state] : requests_) {
     for (const GroupTable& table : state.tables) {
       for (BlockId b : table.blocks) ++refs[ToIndex(b)];
-      if (table.partial_hit) return false;  // consumed within Allocate
     }
   }
   for (BlockId b : pending_copies_.retained) ++refs[ToIndex(b)];

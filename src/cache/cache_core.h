@@ -61,10 +61,19 @@ class CacheCore {
   std::uint32_t MaxHitLength(const Request& request) const;
   void CheckAllocation(const Request& request, const AllocationRequest& args,
                        bool running) const;
-  std::uint32_t BlocksNeeded(const RequestState* state,
+  // Starts tracking a request (and counts its admission).
+  absl::flat_hash_map<RequestId, RequestState>::iterator Admit(
+      const Request& request, std::uint32_t hit_tokens);
+  // Adopts the hit in every group, then allocates in every group.
+  NewBlocks Place(RequestState& state, const AllocationRequest& args,
+                  const AllocationDemand& demand);
+  std::uint64_t BlocksNeeded(const RequestState* state,
                              const AllocationRequest& args,
-                             std::uint32_t num_slots,
-                             std::uint32_t num_local) const;
+                             AllocationDemand demand) const;
+  // Tokens of a commit of `num_tokens` that `group` registers (spec §4.5):
+  // hybrids without fine hits register scheduler-block-aligned prefixes.
+  std::uint32_t CacheableTokens(std::uint32_t num_tokens,
+                                const GroupGeometry& group) const;
 
   CacheConfig config_;
   KeyScheme scheme_;

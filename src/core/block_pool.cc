@@ -33,8 +33,7 @@ BlockId BlockPool::AllocateOne() {
 }
 
 void BlockPool::Allocate(std::uint32_t n, std::vector<BlockId>& out) {
-  HKV_REQUIRE(n <= num_free_blocks(),
-              "cannot allocate more blocks than are free");
+  HKV_DCHECK(n <= num_free_blocks());
   for (std::uint32_t i = 0; i < n; ++i) out.push_back(AllocateOne());
 }
 
@@ -116,6 +115,7 @@ void BlockPool::RecordRemoval(const PrefixKey& key) {
 void BlockPool::EvictKeys(BlockId id) {
   Block& b = blocks_[ToIndex(id)];
   if (b.primary_num_tokens == 0) return;
+  ++key_generation_;
   index_.Erase(b.primary, id);
   RecordRemoval(b.primary);
   b.primary_num_tokens = 0;
@@ -131,6 +131,7 @@ void BlockPool::EvictKeys(BlockId id) {
 
 bool BlockPool::Reset() {
   if (num_blocks() - num_free_blocks() != 1) return false;
+  ++key_generation_;
   index_.Clear();
   aliases_.clear();
   for (Block& b : blocks_) {

@@ -122,6 +122,9 @@ class BlockPool {
     return index_.Contains(key, id);
   }
   std::size_t num_keys() const { return index_.size(); }
+  // Advances whenever a key leaves the index: a lookup made at an equal
+  // generation is still valid.
+  std::uint64_t key_generation() const { return key_generation_; }
   std::vector<BlockId> FreeQueueSnapshot() const {
     return free_queue_.Snapshot();
   }
@@ -154,6 +157,7 @@ class BlockPool {
   std::vector<BlockId> free_scratch_;
   PoolStats stats_;
   EventLog events_;
+  std::uint64_t key_generation_ = 0;
 };
 
 }  // namespace hkv::internal

@@ -1,8 +1,12 @@
 #include "core/cbor.h"
 
+#include <bit>
 #include <cstring>
 
 namespace hkv::internal {
+
+// UnsignedArray and the digests byte-swap to big-endian.
+static_assert(std::endian::native == std::endian::little);
 
 void CborWriter::Head(std::uint8_t major, std::uint64_t value) {
   const auto type = static_cast<std::uint8_t>(major << 5);

@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <bit>
 #include <cstring>
 #include <memory>
 
@@ -56,6 +57,7 @@ BlockHash Sha256(std::span<const std::uint8_t> data) {
 BlockHash Xxh3_128(std::span<const std::uint8_t> data) {
   const XXH128_hash_t hash = XXH3_128bits(data.data(), data.size());
   // Canonical form: high then low 64 bits, each big-endian.
+  static_assert(std::endian::native == std::endian::little);
   const std::uint64_t words[2] = {__builtin_bswap64(hash.high64),
                                   __builtin_bswap64(hash.low64)};
   BlockHash out;

@@ -33,9 +33,10 @@ PrefixKey GroupManager::UnitKey(std::span<const BlockHash> keys,
 }
 
 std::uint32_t GroupManager::NumBlocksToAllocate(
-    const GroupTable& table, std::uint32_t num_tokens,
-    std::span<const BlockId> hit, std::uint32_t num_local_computed) const {
-  const std::uint32_t required = BlocksFor(num_tokens);
+    const GroupTable& table, const AllocationDemand& demand) const {
+  const std::span<const BlockId> hit = demand.hit;
+  const std::uint32_t num_local_computed = demand.num_local_computed;
+  const std::uint32_t required = BlocksFor(demand.num_slots);
   const auto held = static_cast<std::uint32_t>(table.blocks.size());
   const std::uint32_t skipped =
       SkippedTokens(num_local_computed) / geometry_.block_size;
@@ -64,6 +65,7 @@ void GroupManager::AdoptHit(GroupTable& table, std::span<const BlockId> hit,
     table.blocks.push_back(hit[i]);
   }
   table.num_committed_blocks = static_cast<std::uint32_t>(table.blocks.size());
+  table.from_hit = hit.size() > skipped;
   if (hit.size() > skipped && num_local_computed % geometry_.block_size != 0) {
     const std::uint32_t index = num_local_computed / geometry_.block_size;
     table.partial_hit =
@@ -72,7 +74,8 @@ void GroupManager::AdoptHit(GroupTable& table, std::span<const BlockId> hit,
   }
 }
 
-void GroupManager::AllocateNew(GroupTable& table, std::uint32_t num_tokens,
+void GroupManager::AllocateNew(GroupTable& table,
+                               const AllocationDemand& demand,
                                std::vector<BlockId>& placed, CopyLog& log) {
   if (table.partial_hit) {
     const auto [index, source] = *table.partial_hit;
@@ -86,7 +89,7 @@ void GroupManager::AllocateNew(GroupTable& table, std::uint32_t num_tokens,
     log.retained.push_back(destination);
     placed.push_back(destination);
   }
-  const std::uint32_t required = BlocksFor(num_tokens);
+  const std::uint32_t required = BlocksFor(demand.num_slots);
   const auto held = static_cast<std::uint32_t>(table.blocks.size());
   if (required <= held) return;
   const std::size_t first_new = table.blocks.size();

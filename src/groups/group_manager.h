@@ -50,12 +50,29 @@ struct HitQuery {
 struct GroupTable {
   std::vector<BlockId> blocks;  // index i covers tokens [i*b, (i+1)*b)
   std::uint32_t num_committed_blocks = 0;
-  // A hit ending inside blocks[index]: the request writes a private copy.
+  // A shared block whose tail this request will overwrite: on its next
+  // allocation the request copies it (a hit ending inside blocks[index]), or,
+  // for a recurrent state it registered itself, hands its keys to a copy.
   struct PartialHit {
     std::uint32_t index;
     BlockId source;
   };
   std::optional<PartialHit> partial_hit = std::nullopt;
+  bool from_hit = false;  // the table started as an adopted hit
+
+  // Recurrent groups only.
+  bool allocated_once = false;  // speculative blocks exist
+  std::uint32_t retired_upto = 0;  // blocks below it were released
+  // The state block written two steps ago, released once passed.
+  std::optional<std::uint32_t> last_state_index = std::nullopt;
+};
+
+// What one allocation asks of a group.
+struct AllocationDemand {
+  std::uint32_t num_slots = 0;  // tokens the table must cover (lookahead in)
+  std::uint32_t num_main = 0;   // the same without lookahead slots
+  std::uint32_t num_local_computed = 0;  // computed before, hit included
+  std::span<const BlockId> hit = {};  // a new request's hit blocks, else empty
 };
 
 struct GroupHit {
@@ -104,24 +121,27 @@ class GroupManager {
                       std::uint32_t num_tokens) = 0;
 
   // New blocks (plus evictable hit blocks) the allocation would take from
-  // the free queue (spec §3.6). `hit` is empty for running requests.
-  std::uint32_t NumBlocksToAllocate(const GroupTable& table,
-                                    std::uint32_t num_tokens,
-                                    std::span<const BlockId> hit,
-                                    std::uint32_t num_local_computed) const;
+  // the free queue (spec §3.6); more than the pool holds to refuse it.
+  virtual std::uint32_t NumBlocksToAllocate(const GroupTable& table,
+                                            const AllocationDemand& demand) const;
 
   // Takes references on a new request's hit blocks and records a partial
   // hit for copy-on-write. REQUIRES: the table is empty.
   void AdoptHit(GroupTable& table, std::span<const BlockId> hit,
                 std::uint32_t num_local_computed);
 
-  // Runs a pending copy-on-write, then grows the table to cover
-  // `num_tokens`. Appends the ids it placed in the table to `placed`.
-  void AllocateNew(GroupTable& table, std::uint32_t num_tokens,
-                   std::vector<BlockId>& placed, CopyLog& log);
+  // Runs a pending copy-on-write, then grows the table to cover the demand.
+  // Appends the ids it placed in the table to `placed`. Takes exactly what
+  // NumBlocksToAllocate counted.
+  virtual void AllocateNew(GroupTable& table, const AllocationDemand& demand,
+                           std::vector<BlockId>& placed, CopyLog& log);
 
   // Releases blocks the request no longer reads (spec §3.6).
-  void RemoveSkippedBlocks(GroupTable& table, std::uint32_t num_processed);
+  virtual void RemoveSkippedBlocks(GroupTable& table,
+                                   std::uint32_t num_processed);
+
+  // A scheduler step begins: what the previous one registered is computed.
+  virtual void StartStep() {}
 
   // Releases the whole table, last block first.
   void Free(GroupTable& table);
