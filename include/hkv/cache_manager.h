@@ -43,7 +43,13 @@ enum class GroupKind {
   kFullAttention,  // full attention and MLA
   kSlidingWindow,  // sliding-window attention over `sliding_window` tokens
   kChunkedLocal,   // attention within chunks of `chunk_size` tokens
+  kRecurrent,      // recurrent state (Mamba2, GatedDeltaNet, KDA)
 };
+
+// Which recurrent states the kernel leaves behind: in kAlign only at the end
+// of each scheduled chunk (the scheduler aligns chunks so that reusable
+// states exist); in kAll at every block boundary.
+enum class RecurrentMode { kAlign, kAll };
 
 // Whether the group's layers feed a draft model (EAGLE/MTP) that must
 // recompute the last hash unit of a hit.
@@ -60,7 +66,10 @@ struct GroupSpec {
   Speculation speculation = Speculation::kNone;
   std::uint32_t sliding_window = 0;  // W, for kSlidingWindow
   std::uint32_t chunk_size = 0;      // C, for kChunkedLocal
-  DcpLayout dcp_layout = DcpLayout::kSharded;
+  DcpLayout dcp_layout = DcpLayout::kSharded;  // recurrent: never sharded
+  RecurrentMode recurrent_mode = RecurrentMode::kAlign;  // kRecurrent
+  // State blocks for speculative tokens, kept after the current state.
+  std::uint32_t speculative_blocks = 0;  // kRecurrent
 };
 
 enum class PrefixCaching { kEnabled, kDisabled };
@@ -89,6 +98,10 @@ struct CacheHit {
   // The cache's key generation at lookup; Allocate re-checks a hit whose
   // blocks may have lost their keys since.
   std::uint64_t key_generation = 0;
+  // Where some group's cached prefix ends when it is longer than the hit (a
+  // group that keeps few states limited it): a chunk stopping there lets
+  // the shorter group cache its state for the next request. 0 otherwise.
+  std::uint32_t shared_prefix_boundary = 0;
 };
 
 struct AllocationRequest {

@@ -1,3 +1,4 @@
+#include <numeric>
 #include <string>
 
 #include "hkv/cache_manager.h"
@@ -49,6 +50,8 @@ Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
                        "a chunked-local group needs hash unit == block size (" +
                        Num(block) + "), got " + Num(unit));
       }
+      break;
+    case GroupKind::kRecurrent:
       break;
   }
   return {};

@@ -5,6 +5,7 @@
 #include "check.h"
 #include "groups/chunked_local.h"
 #include "groups/full_attention.h"
+#include "groups/recurrent_state.h"
 #include "groups/sliding_window.h"
 
 namespace hkv::internal {
@@ -26,6 +27,9 @@ std::unique_ptr<GroupManager> MakeManager(const GroupSpec& spec,
     case GroupKind::kChunkedLocal:
       return std::make_unique<ChunkedLocalManager>(pool, geometry,
                                                    spec.chunk_size);
+    case GroupKind::kRecurrent:
+      return std::make_unique<RecurrentStateManager>(
+          pool, geometry, spec.recurrent_mode, spec.speculative_blocks);
     case GroupKind::kFullAttention:
       break;
   }
@@ -38,6 +42,8 @@ std::string_view KindName(GroupKind kind) {
       return "sliding_window";
     case GroupKind::kChunkedLocal:
       return "chunked_local_attention";
+    case GroupKind::kRecurrent:
+      return "mamba";
     case GroupKind::kFullAttention:
       break;
   }
@@ -79,6 +85,9 @@ CacheHit CacheCore::Lookup(const Request& request) const {
   hit.num_tokens = common.num_tokens;
   hit.blocks = std::move(common.blocks);
   hit.key_generation = pool_.key_generation();
+  if (common.longest > common.num_tokens) {
+    hit.shared_prefix_boundary = common.longest;
+  }
   return hit;
 }
 

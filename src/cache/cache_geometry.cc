@@ -6,25 +6,52 @@
 namespace hkv::internal {
 namespace {
 
+// Recurrent states are never sharded.
 std::uint32_t ScaledBlock(const GroupSpec& spec, std::uint32_t dcp) {
-  return spec.dcp_layout == DcpLayout::kSharded ? spec.block_size * dcp
-                                                : spec.block_size;
+  return spec.dcp_layout == DcpLayout::kSharded &&
+                 spec.kind != GroupKind::kRecurrent
+             ? spec.block_size * dcp
+             : spec.block_size;
 }
 
 bool SameSpec(const GroupSpec& a, const GroupSpec& b, std::uint32_t dcp) {
   return a.kind == b.kind && ScaledBlock(a, dcp) == ScaledBlock(b, dcp) &&
-         a.sliding_window == b.sliding_window && a.chunk_size == b.chunk_size;
+         a.sliding_window == b.sliding_window && a.chunk_size == b.chunk_size &&
+         a.recurrent_mode == b.recurrent_mode &&
+         a.speculative_blocks == b.speculative_blocks;
+}
+
+bool FineCapable(GroupKind kind) { return kind != GroupKind::kChunkedLocal; }
+
+bool IsAlignedRecurrent(const GroupSpec& spec) {
+  return spec.kind == GroupKind::kRecurrent &&
+         spec.recurrent_mode == RecurrentMode::kAlign;
 }
 
 // Whether hits may end inside blocks. A single group: whenever its hash unit
-// is finer than its block and its kind allows it. Several groups: only with
-// a recurrent group in align mode (spec §4.5 item 3), which hkv does not
-// have yet, so never.
-// TODO(#3): recurrent groups enable fine hits in hybrids.
-bool PartialHits(const CacheConfig& config, std::uint32_t block) {
-  if (config.groups.size() > 1) return false;
-  return config.keys.hash_unit < block &&
-         config.groups[0].kind != GroupKind::kChunkedLocal;
+// is finer than its block and its kind allows it. Several groups (spec §4.5
+// item 3): only when an aligned recurrent group's states are finer than some
+// block, and every group with blocks above the hash unit can resume inside
+// them.
+bool PartialHits(const CacheConfig& config) {
+  const std::uint32_t unit = config.keys.hash_unit;
+  if (config.groups.size() == 1) {
+    return unit < ScaledBlock(config.groups[0], config.dcp) &&
+           FineCapable(config.groups[0].kind);
+  }
+  bool aligned_recurrent = false;
+  bool coarser_block = false;
+  for (const GroupSpec& spec : config.groups) {
+    const std::uint32_t block = ScaledBlock(spec, config.dcp);
+    if (IsAlignedRecurrent(spec)) {
+      aligned_recurrent = true;
+      coarser_block |= config.dcp == 1 ? block > unit : block >= unit;
+    } else {
+      coarser_block |= block > unit;
+    }
+    if (block != unit && !FineCapable(spec.kind)) return false;
+  }
+  return aligned_recurrent && coarser_block;
 }
 
 }  // namespace
@@ -37,7 +64,7 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
     lcm = std::lcm(lcm, ScaledBlock(spec, config.dcp));
   }
   geometry.scheduler_block = lcm;
-  geometry.partial_hits = PartialHits(config, lcm);
+  geometry.partial_hits = PartialHits(config);
   geometry.alignment = geometry.partial_hits ? unit : lcm;
 
   // Spec groups, full attention first (stable), each member's rewind the
@@ -65,10 +92,16 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
       geometry.spec_groups.begin(), geometry.spec_groups.end(),
       [](const SpecGroup& g) { return g.kind == GroupKind::kFullAttention; });
 
-  // Chunked-local groups never rewind; every other kind applies a rewind.
+  // Attention kinds but chunked local apply a rewind; recurrent ones never
+  // do (their drafts have no recurrent layers), but keep their prompt
+  // checkpoint one unit lower when a draft model exists.
   DraftRewind lookup_rewind = DraftRewind::kNone;
+  DraftRewind draft_model = DraftRewind::kNone;
   for (const SpecGroup& g : geometry.spec_groups) {
-    if (g.rewind == DraftRewind::kEagle && g.kind != GroupKind::kChunkedLocal) {
+    if (g.rewind != DraftRewind::kEagle) continue;
+    draft_model = DraftRewind::kEagle;
+    if (g.kind == GroupKind::kFullAttention ||
+        g.kind == GroupKind::kSlidingWindow) {
       lookup_rewind = DraftRewind::kEagle;
     }
   }
@@ -83,7 +116,8 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
           .alignment = geometry.alignment,
           .scheduler_block = geometry.scheduler_block,
           .rewind = g.rewind,
-          .lookup_rewind = lookup_rewind};
+          .lookup_rewind = lookup_rewind,
+          .draft_model = draft_model};
     }
   }
   return geometry;

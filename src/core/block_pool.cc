@@ -129,6 +129,25 @@ void BlockPool::EvictKeys(BlockId id) {
   }
 }
 
+void BlockPool::MoveKeys(BlockId source, BlockId destination) {
+  Block& from = blocks_[ToIndex(source)];
+  HKV_DCHECK(blocks_[ToIndex(destination)].primary_num_tokens == 0);
+  if (from.primary_num_tokens == 0) return;
+  ++key_generation_;
+  index_.Erase(from.primary, source);
+  SetPrimary(destination, from.primary, from.primary_num_tokens);
+  from.primary_num_tokens = 0;
+  from.primary = PrefixKey{};
+  if (auto it = aliases_.find(source); it != aliases_.end()) {
+    const absl::InlinedVector<PrefixKey, 1> keys = std::move(it->second);
+    aliases_.erase(it);
+    for (const PrefixKey& key : keys) {
+      index_.Erase(key, source);
+      AddAlias(destination, key);
+    }
+  }
+}
+
 bool BlockPool::Reset() {
   if (num_blocks() - num_free_blocks() != 1) return false;
   ++key_generation_;

@@ -104,6 +104,12 @@ class BlockPool {
   // key. The block stays where it is.
   void EvictKeys(BlockId id);
 
+  // Hands every key of `source` to `destination` (the primary keeps its
+  // token count), without events: the owner of a recurrent state keeps
+  // writing `source` while `destination` receives a copy of it.
+  // REQUIRES: destination has no key.
+  void MoveKeys(BlockId source, BlockId destination);
+
   // Clears every key when no block other than the null block is in use;
   // returns false and changes nothing otherwise.
   bool Reset();

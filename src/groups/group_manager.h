@@ -35,6 +35,8 @@ struct GroupGeometry {
   // Whether some group's lookups rewind: where the prompt's reusable
   // positions lie depends on it.
   DraftRewind lookup_rewind = DraftRewind::kNone;
+  // Whether any group feeds a draft model.
+  DraftRewind draft_model = DraftRewind::kNone;
 };
 
 // One lookup of a group kind over the groups that share its spec: a block

@@ -1,0 +1,244 @@
+#include "groups/recurrent_state.h"
+
+#include <algorithm>
+
+#include "check.h"
+
+namespace hkv::internal {
+
+RecurrentStateManager::RecurrentStateManager(BlockPool& pool,
+                                             const GroupGeometry& geometry,
+                                             RecurrentMode mode,
+                                             std::uint32_t speculative_blocks)
+    : GroupManager(pool, geometry),
+      mode_(mode),
+      speculative_blocks_(speculative_blocks) {
+  HKV_DCHECK(geometry.alignment % geometry.hash_unit == 0);
+}
+
+std::uint32_t RecurrentStateManager::CheckpointPosition(
+    std::uint32_t num_tokens, std::uint32_t unit, DraftRewind rewind) {
+  const bool eagle = rewind == DraftRewind::kEagle;
+  if (num_tokens == 0) return 0;
+  const std::uint32_t proof = eagle ? num_tokens : num_tokens - 1;
+  const std::uint32_t position = proof / unit * unit;
+  if (!eagle) return position;
+  return position > unit ? position - unit : 0;
+}
+
+GroupHit RecurrentStateManager::FindLongestHit(const HitQuery& query) const {
+  const std::uint32_t b = geometry_.block_size;
+  const std::uint32_t a = geometry_.alignment;
+  const std::uint32_t unit = geometry_.hash_unit;
+  GroupHit hit;
+  hit.blocks.resize(query.members.size());
+  std::vector<BlockId> found;
+  const auto place = [&](std::uint32_t index, std::uint32_t tokens) {
+    for (std::size_t m = 0; m < found.size(); ++m) {
+      hit.blocks[m].assign(index, kNullBlock);
+      hit.blocks[m].push_back(found[m]);
+    }
+    hit.num_tokens = tokens;
+  };
+  if (a < b) {
+    // A state registered at exactly the unit boundary (u + 1) * a.
+    const auto units = std::min<std::uint32_t>(
+        query.max_length / a, static_cast<std::uint32_t>(query.keys.size()));
+    for (std::uint32_t u = units; u-- > 0;) {
+      if (ProbeAll(query.keys[u], query.members, found)) {
+        place(u / (b / a), (u + 1) * a);
+        return hit;
+      }
+    }
+    return hit;
+  }
+  const auto num_full =
+      static_cast<std::uint32_t>(query.keys.size() / (b / unit));
+  for (std::uint32_t i = std::min(query.max_length / b, num_full); i-- > 0;) {
+    if ((b == a || ((i + 1) * b) % a == 0) &&
+        ProbeAll(BlockKey(query.keys, i), query.members, found)) {
+      place(i, (i + 1) * b);
+      return hit;
+    }
+  }
+  return hit;
+}
+
+AllocationDemand RecurrentStateManager::WithSpeculativeSlots(
+    const AllocationDemand& demand) const {
+  AllocationDemand more = demand;
+  more.num_slots += speculative_blocks_ * geometry_.block_size;
+  return more;
+}
+
+std::uint32_t RecurrentStateManager::NumBlocksToAllocate(
+    const GroupTable& table, const AllocationDemand& demand) const {
+  if (!aligned()) {
+    return GroupManager::NumBlocksToAllocate(table,
+                                             WithSpeculativeSlots(demand));
+  }
+  // A hit on a state this step registered or moved waits a step.
+  if (!demand.hit.empty() && demand.hit.back() != kNullBlock) {
+    const BlockId last = demand.hit.back();
+    if (pool_.primary_num_tokens(last) > 0 &&
+        registered_this_step_.contains(pool_.primary_key(last))) {
+      return pool_.num_blocks() + 1;
+    }
+  }
+  const std::uint32_t b = geometry_.block_size;
+  const std::int64_t required =
+      BlocksFor(demand.num_main) + speculative_blocks_;
+  std::int64_t num_new = required -
+                         static_cast<std::int64_t>(demand.hit.size()) -
+                         static_cast<std::int64_t>(table.blocks.size());
+  const bool partial =
+      (!demand.hit.empty() && demand.num_local_computed % b != 0) ||
+      table.partial_hit.has_value();
+  num_new = std::max<std::int64_t>(num_new, 0) + (partial ? 1 : 0);
+  // Slots before the current state stay null: at most the state, a copy
+  // and, the first time, the speculative blocks are new.
+  const std::int64_t cap =
+      1 + (partial ? 1 : 0) + (table.allocated_once ? 0 : speculative_blocks_);
+  num_new = std::min(num_new, cap);
+  std::uint32_t evictable = 0;
+  for (BlockId block : demand.hit) {
+    evictable += block != kNullBlock && pool_.ref_count(block) == 0;
+  }
+  return static_cast<std::uint32_t>(num_new) + evictable;
+}
+
+void RecurrentStateManager::CopyPartialHit(GroupTable& table,
+                                           BlockId destination,
+                                           std::vector<BlockId>& placed,
+                                           CopyLog& log) {
+  const auto [index, source] = *table.partial_hit;
+  table.partial_hit.reset();
+  log.copies.push_back(
+      {.source = source, .destination = destination, .group = geometry_.id});
+  log.retained.push_back(source);
+  log.retained.push_back(destination);
+  if (!table.allocated_once) {
+    // A new request resumes from a copy of the shared state.
+    pool_.Touch(destination);
+    table.blocks[index] = destination;
+    placed.push_back(destination);
+    return;
+  }
+  // The owner keeps writing `source` (block tables only grow); the state it
+  // registered moves to the copy.
+  pool_.Touch(source);
+  pool_.MoveKeys(source, destination);
+  if (pool_.primary_num_tokens(destination) > 0) {
+    registered_this_step_.insert(pool_.primary_key(destination));
+  }
+}
+
+void RecurrentStateManager::AllocateNew(GroupTable& table,
+                                        const AllocationDemand& demand,
+                                        std::vector<BlockId>& placed,
+                                        CopyLog& log) {
+  if (!aligned()) {
+    GroupManager::AllocateNew(table, WithSpeculativeSlots(demand), placed, log);
+    return;
+  }
+  const std::uint32_t spec = speculative_blocks_;
+  const std::uint32_t required = BlocksFor(demand.num_main) + spec;
+  if (required <= table.blocks.size() && !table.partial_hit) {
+    table.allocated_once = true;
+    return;
+  }
+  const auto previous = static_cast<std::uint32_t>(table.blocks.size());
+  if (table.allocated_once && previous >= spec + 1) {
+    table.last_state_index = previous - 1 - spec;
+  } else if (!table.allocated_once && table.from_hit && previous > 0) {
+    table.last_state_index = previous - 1;
+  }
+  const std::uint32_t skipped = required - spec - 1;
+  if (table.blocks.size() < skipped) table.blocks.resize(skipped, kNullBlock);
+  if (table.allocated_once) {
+    // Speculative blocks now below the current state move to the end.
+    for (std::uint32_t i = previous >= spec ? previous - spec : 0;
+         i < previous && i < skipped; ++i) {
+      table.blocks.push_back(table.blocks[i]);
+      table.blocks[i] = kNullBlock;
+    }
+  }
+  const std::uint32_t size = static_cast<std::uint32_t>(table.blocks.size());
+  const std::uint32_t num_new =
+      (required > size ? required - size : 0) + (table.partial_hit ? 1 : 0);
+  std::vector<BlockId> fresh;
+  pool_.Allocate(num_new, fresh);
+  auto next = fresh.begin();
+  if (table.partial_hit) CopyPartialHit(table, *next++, placed, log);
+  for (; next != fresh.end(); ++next) {
+    table.blocks.push_back(*next);
+    placed.push_back(*next);
+  }
+  table.allocated_once = true;
+}
+
+void RecurrentStateManager::RemoveSkippedBlocks(GroupTable& table,
+                                                std::uint32_t num_processed) {
+  if (!aligned()) {
+    GroupManager::RemoveSkippedBlocks(table, num_processed);
+    return;
+  }
+  if (num_processed == 0) return;
+  const std::uint32_t b = geometry_.block_size;
+  const std::uint32_t end = std::min<std::uint32_t>(
+      (num_processed - 1) / b, static_cast<std::uint32_t>(table.blocks.size()));
+  std::vector<BlockId> released;
+  // Walk back over retired-to-be slots, past null gaps.
+  for (std::uint32_t i = end; i-- > table.retired_upto;) {
+    if (table.blocks[i] == kNullBlock) continue;
+    released.push_back(table.blocks[i]);
+    table.blocks[i] = kNullBlock;
+  }
+  table.retired_upto = std::max(table.retired_upto, end);
+  if (table.last_state_index &&
+      *table.last_state_index < (num_processed - 1) / b &&
+      *table.last_state_index < table.blocks.size() &&
+      table.blocks[*table.last_state_index] != kNullBlock) {
+    released.push_back(table.blocks[*table.last_state_index]);
+    table.blocks[*table.last_state_index] = kNullBlock;
+    table.last_state_index.reset();
+  }
+  if (!released.empty()) pool_.Free(released);
+}
+
+void RecurrentStateManager::Commit(GroupTable& table, const Request& request,
+                                   std::uint32_t num_tokens) {
+  HKV_DCHECK(num_tokens <= request.num_tokens());
+  const std::uint32_t first = table.num_committed_blocks;
+  CommitFullBlocks(table, request, num_tokens);
+  for (std::uint32_t i = first; i < num_tokens / geometry_.block_size; ++i) {
+    if (table.blocks[i] != kNullBlock) {
+      registered_this_step_.insert(FullBlockKey(request.keys(), i));
+    }
+  }
+  if (aligned()) CommitCheckpoint(table, request, num_tokens);
+}
+
+void RecurrentStateManager::CommitCheckpoint(GroupTable& table,
+                                             const Request& request,
+                                             std::uint32_t num_tokens) {
+  const std::uint32_t unit = geometry_.hash_unit;
+  const std::uint32_t b = geometry_.block_size;
+  if (num_tokens == 0 || num_tokens % unit != 0 ||
+      num_tokens != CheckpointPosition(request.num_prompt_tokens(), unit,
+                                       geometry_.draft_model)) {
+    return;
+  }
+  const std::uint32_t index = (num_tokens + b - 1) / b - 1;
+  if (index >= table.blocks.size() || table.blocks[index] == kNullBlock) return;
+  registered_this_step_.insert(UnitKey(request.keys(), num_tokens));
+  // At a block end the checkpoint is the full block, keyed already.
+  if (num_tokens % b == 0) return;
+  CommitPartialEntry(table, request, num_tokens);
+  // The request will overwrite this state: its next allocation copies it.
+  table.partial_hit =
+      GroupTable::PartialHit{.index = index, .source = table.blocks[index]};
+  table.num_committed_blocks = index;
+}
+
+}  // namespace hkv::internal

@@ -1,0 +1,414 @@
+// Spec vectors with recurrent-state groups: V-34, V-35 (§8.2), V-48, V-49
+// (§8.3), V-56 ... V-66 and V-76 ... V-79 (§8.4).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "groups/recurrent_state.h"
+#include "test_util.h"
+
+namespace hkv {
+namespace {
+
+using ::hkv::testing::Concat;
+using ::hkv::testing::Ids;
+using ::hkv::testing::Range;
+using ::hkv::testing::Repeat;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+GroupSpec Full(std::uint32_t block) { return {.block_size = block}; }
+GroupSpec State(std::uint32_t block) {
+  return {.kind = GroupKind::kRecurrent, .block_size = block};
+}
+std::vector<GroupSpec> Eagle(std::vector<GroupSpec> groups) {
+  for (GroupSpec& g : groups) g.speculation = Speculation::kEagle;
+  return groups;
+}
+
+// Drives a cache the way the reference's tests drive allocate_slots: each
+// allocation registers what it schedules right away.
+class RecurrentTest : public ::testing::Test {
+ protected:
+  void Build(std::vector<GroupSpec> groups, std::uint32_t unit,
+             std::uint32_t num_blocks, std::uint32_t dcp = 1) {
+    cache_ = std::make_unique<internal::CacheCore>(
+        CacheConfig{.groups = std::move(groups),
+                    .num_blocks = num_blocks,
+                    .keys = {.hash_unit = unit},
+                    .dcp = dcp});
+  }
+  Request Make(std::uint64_t id, const std::vector<TokenId>& tokens) {
+    return Request({.id = RequestId{id}}, tokens, cache_->key_scheme());
+  }
+  // Allocates `num_new` tokens after `computed` (or after `hit`) and
+  // registers them; returns the new blocks per group, or nullopt.
+  std::optional<std::vector<std::vector<BlockId>>> Schedule(
+      const Request& r, std::uint32_t computed, std::uint32_t num_new,
+      const CacheHit* hit = nullptr) {
+    std::optional<NewBlocks> placed =
+        cache_->Allocate(r, {.num_computed_tokens = computed,
+                             .num_new_tokens = num_new,
+                             .hit = hit});
+    if (!placed) return std::nullopt;
+    const std::uint32_t done = computed + (hit ? hit->num_tokens : 0) + num_new;
+    cache_->Commit(r, std::min(done, r.num_tokens()));
+    return placed->blocks;
+  }
+  // A new scheduler step: copies ran, pins released.
+  void NextStep() {
+    cache_->TakeCopies();
+    cache_->FinishStep();
+  }
+  std::uint32_t Tokens(BlockId block) const {
+    return cache_->pool().primary_num_tokens(block);
+  }
+
+  std::unique_ptr<internal::CacheCore> cache_;
+};
+
+std::vector<TokenId> Prefix48() {
+  return Concat(Concat(Repeat(0, 16), Repeat(1, 16)), Repeat(2, 16));
+}
+
+TEST_F(RecurrentTest, V34_StateAtTheFullPrefix) {
+  Build({Full(16), State(16)}, 16, 30);
+  ASSERT_TRUE(Schedule(Make(0, Prefix48()), 0, 48));
+  NextStep();
+  const CacheHit hit =
+      cache_->Lookup(Make(1, Concat(Prefix48(), Repeat(100, 7))));
+  EXPECT_EQ(hit.num_tokens, 48u);
+  EXPECT_EQ(hit.shared_prefix_boundary, 0u);
+}
+
+TEST_F(RecurrentTest, V35_NoStateAtTheSharedPrefix) {
+  Build({Full(16), State(16)}, 16, 30);
+  ASSERT_TRUE(Schedule(Make(0, Prefix48()), 0, 48));
+  NextStep();
+  std::vector<TokenId> tokens = Prefix48();
+  tokens.back() = 101;
+  const CacheHit hit = cache_->Lookup(Make(2, tokens));
+  EXPECT_EQ(hit.num_tokens, 0u);  // no state at 32
+  EXPECT_EQ(hit.shared_prefix_boundary, 32u);
+}
+
+TEST(RecurrentManagerTest, V48_RetirementFreesOldStatesOnce) {
+  internal::BlockPool pool(8, internal::Caching::kEnabled);
+  internal::RecurrentStateManager manager(
+      pool,
+      {.block_size = 4, .hash_unit = 4, .alignment = 4, .scheduler_block = 4},
+      RecurrentMode::kAlign, 0);
+  const BlockId old = pool.AllocateOne();
+  const BlockId committed = pool.AllocateOne();
+  const BlockId in_flight = pool.AllocateOne();
+  internal::GroupTable table{.blocks = {old, kNullBlock, committed, in_flight}};
+  manager.RemoveSkippedBlocks(table, 12);
+  manager.RemoveSkippedBlocks(table, 12);
+  EXPECT_THAT(table.blocks,
+              ElementsAre(kNullBlock, kNullBlock, committed, in_flight));
+  EXPECT_EQ(pool.num_free_blocks(), 5u);
+  EXPECT_EQ(pool.ref_count(old), 0u);
+}
+
+struct RetirementCase {
+  std::uint32_t block;
+  std::uint32_t lag;  // chunks scheduled but not yet processed
+};
+
+class RetirementTest : public ::testing::TestWithParam<RetirementCase> {};
+
+// V-49: chunks of floor(8192 / b) blocks up to 480,031 tokens with 5
+// speculative blocks: the predictor matches the allocator at every step and
+// at most 7 + lag blocks are held.
+TEST_P(RetirementTest, V49_PeakBlocksHeld) {
+  const auto [b, lag] = GetParam();
+  internal::BlockPool pool(64, internal::Caching::kEnabled);
+  internal::RecurrentStateManager manager(
+      pool,
+      {.block_size = b, .hash_unit = b, .alignment = b, .scheduler_block = b},
+      RecurrentMode::kAlign, 5);
+  internal::GroupTable table;
+  const std::uint32_t chunk = 8192 / b * b;
+  constexpr std::uint32_t kPrompt = 480031;
+  std::uint32_t peak = 0;
+  for (std::uint32_t done = 0, steps = 0; done < kPrompt; ++steps) {
+    const std::uint32_t n = std::min(chunk, kPrompt - done);
+    const std::uint32_t in_flight = std::min(steps, lag) * chunk;
+    manager.RemoveSkippedBlocks(table, done > in_flight ? done - in_flight : 0);
+    const internal::AllocationDemand demand{.num_slots = done + n,
+                                            .num_main = done + n,
+                                            .num_local_computed = done};
+    const std::uint32_t predicted = manager.NumBlocksToAllocate(table, demand);
+    const std::uint32_t free_before = pool.num_free_blocks();
+    std::vector<BlockId> placed;
+    internal::CopyLog log;
+    manager.AllocateNew(table, demand, placed, log);
+    ASSERT_EQ(free_before - pool.num_free_blocks(), predicted) << done;
+    done += n;
+    peak = std::max(peak, 63 - pool.num_free_blocks());
+  }
+  EXPECT_EQ(peak, 7 + lag);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Vectors, RetirementTest,
+    ::testing::Values(RetirementCase{3584, 0}, RetirementCase{3584, 1},
+                      RetirementCase{3584, 2}, RetirementCase{4608, 0},
+                      RetirementCase{4608, 1}, RetirementCase{4608, 2}),
+    [](const ::testing::TestParamInfo<RetirementCase>& test) {
+      return "block" + std::to_string(test.param.block) + "_lag" +
+             std::to_string(test.param.lag);
+    });
+
+// [FA b=2, M b=4], h=2: the owner's prompt of 7 computes 6 and registers its
+// state at 6 inside a block.
+class PartialStateTest : public RecurrentTest {
+ protected:
+  void SetUp() override {
+    Build({Full(2), State(4)}, 2, 20);
+    owner_ = std::make_unique<Request>(Make(0, {0, 0, 1, 1, 2, 2, 3}));
+    ASSERT_TRUE(Schedule(*owner_, 0, 6));
+    state_ = cache_->block_table(owner_->id(), GroupId{1})[1];
+  }
+  std::unique_ptr<Request> owner_;
+  BlockId state_;
+};
+
+TEST_F(PartialStateTest, V56_NewRequestCopiesTheSharedState) {
+  EXPECT_EQ(Tokens(state_), 6u);
+  cache_->Free(owner_->id());
+  NextStep();
+  const Request r1 = Make(1, {0, 0, 1, 1, 2, 2, 3, 3});
+  const CacheHit hit = cache_->Lookup(r1);
+  EXPECT_EQ(hit.num_tokens, 6u);
+  EXPECT_THAT(hit.blocks[0], SizeIs(3));
+  EXPECT_THAT(hit.blocks[1], ElementsAre(kNullBlock, state_));
+  const auto placed = Schedule(r1, 0, 2, &hit);
+  ASSERT_TRUE(placed);
+  ASSERT_THAT((*placed)[1], SizeIs(1));
+  const BlockId copy = (*placed)[1][0];
+  EXPECT_EQ(cache_->block_table(r1.id(), GroupId{1})[1], copy);
+  EXPECT_THAT(cache_->TakeCopies(),
+              ::testing::Contains(BlockCopy{state_, copy, GroupId{1}}));
+  EXPECT_EQ(Tokens(state_), 6u);  // the source keeps its key
+  EXPECT_TRUE(cache_->CheckInvariants());
+}
+
+TEST_F(PartialStateTest, V57_V58_OwnerHandsItsStateToACopy) {
+  NextStep();
+  Request& owner = *owner_;
+  owner.AppendTokens(std::vector<TokenId>{3});
+  const auto placed = Schedule(owner, 6, 1);
+  ASSERT_TRUE(placed);
+  EXPECT_THAT((*placed)[1], IsEmpty());
+  EXPECT_EQ(cache_->block_table(owner.id(), GroupId{1})[1], state_);
+  const std::vector<BlockCopy> copies = cache_->TakeCopies();
+  ASSERT_THAT(copies, SizeIs(1));
+  const BlockId moved = copies[0].destination;
+  EXPECT_EQ(copies[0].source, state_);
+  EXPECT_EQ(Tokens(state_), 0u);
+  EXPECT_EQ(Tokens(moved), 6u);
+  cache_->FinishStep();
+
+  const Request r1 = Make(1, {0, 0, 1, 1, 2, 2, 4, 4});
+  const CacheHit hit = cache_->Lookup(r1);
+  EXPECT_EQ(hit.num_tokens, 6u);
+  EXPECT_THAT(hit.blocks[1], ElementsAre(kNullBlock, moved));
+  const auto second = Schedule(r1, 0, 2, &hit);
+  ASSERT_TRUE(second);
+  ASSERT_THAT((*second)[1], SizeIs(1));
+  EXPECT_THAT(cache_->TakeCopies(), ::testing::Contains(BlockCopy{
+                                        moved, (*second)[1][0], GroupId{1}}));
+  EXPECT_TRUE(cache_->CheckInvariants());
+}
+
+TEST_F(PartialStateTest, V59_StateMovedThisStepWaitsAStep) {
+  NextStep();
+  owner_->AppendTokens(std::vector<TokenId>{3});
+  ASSERT_TRUE(Schedule(*owner_, 6, 1));
+  const Request r1 = Make(1, {0, 0, 1, 1, 2, 2, 4, 4});
+  CacheHit hit = cache_->Lookup(r1);
+  EXPECT_EQ(hit.num_tokens, 6u);
+  EXPECT_FALSE(Schedule(r1, 0, 2, &hit));
+  NextStep();
+  hit = cache_->Lookup(r1);
+  EXPECT_TRUE(Schedule(r1, 0, 2, &hit));
+}
+
+TEST_F(RecurrentTest, V60_V61_BothGroupsCopyTheirPartialBlocks) {
+  Build({Full(4), State(4)}, 2, 20);
+  const Request r0 = Make(0, {0, 0, 1, 1, 2, 2, 3});
+  ASSERT_TRUE(Schedule(r0, 0, 6));
+  const BlockId partial = cache_->block_table(r0.id(), GroupId{0})[1];
+  cache_->Free(r0.id());
+  NextStep();
+  const Request r1 = Make(1, {0, 0, 1, 1, 2, 2, 3, 3});
+  const CacheHit hit = cache_->Lookup(r1);
+  EXPECT_EQ(hit.num_tokens, 6u);
+  EXPECT_THAT(hit.blocks[0], SizeIs(2));
+  EXPECT_THAT(hit.blocks[1], SizeIs(2));
+  // V-61: allocated but not yet committed, the copies are unkeyed.
+  const std::optional<NewBlocks> placed =
+      cache_->Allocate(r1, {.num_new_tokens = 2, .hit = &hit});
+  ASSERT_TRUE(placed);
+  ASSERT_THAT(placed->blocks[0], SizeIs(1));
+  const BlockId copy = placed->blocks[0][0];
+  EXPECT_NE(copy, partial);
+  EXPECT_EQ(Tokens(copy), 0u);
+  EXPECT_EQ(Tokens(placed->blocks[1][0]), 0u);
+  EXPECT_EQ(Tokens(partial), 6u);
+  EXPECT_THAT(cache_->TakeCopies(), SizeIs(2));
+  EXPECT_EQ(cache_->pool().ref_count(partial), 1u);  // retained for the copy
+  cache_->FinishStep();
+  EXPECT_EQ(cache_->pool().ref_count(partial), 0u);
+}
+
+TEST_F(RecurrentTest, V62_FullAttentionIsTruncatedToTheReconciledHit) {
+  Build({Full(4), State(4)}, 2, 20);
+  const Request r = Make(0, Range(0, 12));
+  std::vector<BlockId> blocks;
+  cache_->pool().Allocate(4, blocks);
+  const auto key = [&](std::uint32_t tokens, std::uint32_t group) {
+    return internal::PrefixKey{.hash = r.keys()[tokens / 2 - 1],
+                               .group = GroupId{group}};
+  };
+  cache_->pool().CacheFull(blocks[0], key(4, 0), 4);
+  cache_->pool().CacheFull(blocks[1], key(8, 0), 8);
+  cache_->pool().CachePartial(blocks[2], key(10, 0), 10);
+  cache_->pool().CachePartial(blocks[3], key(6, 1), 6);
+  const CacheHit hit = cache_->Lookup(r);
+  EXPECT_EQ(hit.num_tokens, 6u);
+  EXPECT_THAT(hit.blocks[0], SizeIs(2));
+  EXPECT_THAT(hit.blocks[1], ElementsAre(kNullBlock, blocks[3]));
+}
+
+TEST_F(RecurrentTest, V63_RewindingGroupRegistersEverything) {
+  Build({{.block_size = 2, .speculation = Speculation::kEagle}, State(8)}, 2,
+        40);
+  const Request r = Make(0, Range(0, 22));
+  ASSERT_TRUE(Schedule(r, 0, 22));
+  const auto table = cache_->block_table(r.id(), GroupId{0});
+  for (std::uint32_t i = 0; i < 11; ++i)
+    EXPECT_EQ(Tokens(table[i]), 2 * (i + 1));
+}
+
+TEST_F(RecurrentTest, V64_NoRewindMarginForTheRecurrentGroup) {
+  Build(Eagle({Full(4), State(4)}), 2, 20);
+  const Request owner = Make(0, Repeat(7, 6));
+  ASSERT_TRUE(Schedule(owner, 0, 4));
+  NextStep();
+  ASSERT_TRUE(Schedule(owner, 4, 2));
+  NextStep();
+  const Request r1 = Make(1, Concat(Repeat(7, 6), Repeat(9, 2)));
+  const CacheHit hit = cache_->Lookup(r1);
+  EXPECT_EQ(hit.num_tokens, 4u);
+  EXPECT_THAT(hit.blocks[0], SizeIs(1));
+  EXPECT_THAT(hit.blocks[1], SizeIs(1));
+  EXPECT_TRUE(Schedule(r1, 0, 4, &hit));
+}
+
+TEST_F(RecurrentTest, V65_PromptCheckpointSitsBelowTheRewind) {
+  Build(Eagle({Full(2), State(4)}), 2, 30);
+  const Request owner = Make(0, Repeat(7, 9));
+  ASSERT_TRUE(Schedule(owner, 0, 6));
+  NextStep();
+  ASSERT_TRUE(Schedule(owner, 6, 3));
+  NextStep();
+  const CacheHit hit =
+      cache_->Lookup(Make(1, Concat(Repeat(7, 9), Repeat(9, 4))));
+  EXPECT_EQ(hit.num_tokens, 6u);
+  EXPECT_EQ(Tokens(hit.blocks[1].back()), 6u);
+}
+
+TEST_F(RecurrentTest, V66_CoarseRewindLandsOnAKeptState) {
+  Build(Eagle({Full(4), State(4)}), 4, 20);
+  const Request owner = Make(0, Repeat(7, 9));
+  ASSERT_TRUE(Schedule(owner, 0, 4));
+  NextStep();
+  ASSERT_TRUE(Schedule(owner, 4, 5));
+  cache_->Free(owner.id());
+  NextStep();
+  EXPECT_EQ(
+      cache_->Lookup(Make(1, Concat(Repeat(7, 9), Repeat(9, 4)))).num_tokens,
+      4u);
+}
+
+class DcpTest : public RecurrentTest,
+                public ::testing::WithParamInterface<std::uint32_t> {};
+
+TEST_P(DcpTest, V76_PartialHitCopiesBothGroups) {
+  const std::uint32_t d = GetParam();
+  Build({Full(4), State(4)}, 2, 40, d);
+  const Request owner = Make(0, Range(0, 7));
+  ASSERT_TRUE(Schedule(owner, 0, 6));
+  NextStep();
+  const Request replay = Make(1, Range(0, 8));
+  const CacheHit hit = cache_->Lookup(replay);
+  EXPECT_EQ(hit.num_tokens, 6u);
+  EXPECT_THAT(hit.blocks[0], SizeIs((6 + 4 * d - 1) / (4 * d)));
+  EXPECT_THAT(hit.blocks[1], SizeIs(2));
+  ASSERT_TRUE(Schedule(replay, 0, 2, &hit));
+  const std::vector<BlockCopy> copies = cache_->TakeCopies();
+  ASSERT_THAT(copies, SizeIs(2));
+  EXPECT_EQ(copies[0].group, GroupId{0});
+  EXPECT_EQ(copies[1].group, GroupId{1});
+}
+
+INSTANTIATE_TEST_SUITE_P(Widths, DcpTest, ::testing::Values(1u, 2u, 4u));
+
+class DcpCoarseTest : public RecurrentTest,
+                      public ::testing::WithParamInterface<std::uint32_t> {};
+
+TEST_P(DcpCoarseTest, V77_UnitEqualsBlock) {
+  const std::uint32_t d = GetParam();
+  Build({Full(4), State(4)}, 4, 40, d);
+  const Request owner = Make(0, Range(0, 13));
+  ASSERT_TRUE(Schedule(owner, 0, 12));
+  NextStep();
+  const Request replay = Make(1, Range(0, 16));
+  const CacheHit hit = cache_->Lookup(replay);
+  EXPECT_EQ(hit.num_tokens, 12u);
+  EXPECT_THAT(hit.blocks[0], SizeIs((12 + 4 * d - 1) / (4 * d)));
+  EXPECT_THAT(hit.blocks[1], SizeIs(3));
+  ASSERT_TRUE(Schedule(replay, 0, 4, &hit));
+  const std::vector<BlockCopy> copies = cache_->TakeCopies();
+  ASSERT_THAT(copies, SizeIs(1));  // the attention tail; 12 is a state boundary
+  EXPECT_EQ(copies[0].group, GroupId{0});
+}
+
+INSTANTIATE_TEST_SUITE_P(Widths, DcpCoarseTest, ::testing::Values(2u, 4u));
+
+TEST_F(RecurrentTest, V78_HitFollowsTheRunningOwner) {
+  Build({Full(4), State(4)}, 4, 40, 2);
+  const Request owner = Make(0, Range(0, 13));
+  ASSERT_TRUE(Schedule(owner, 0, 8));
+  NextStep();
+  const Request replay = Make(1, Range(0, 16));
+  CacheHit hit = cache_->Lookup(replay);
+  EXPECT_EQ(hit.num_tokens, 8u);
+  EXPECT_THAT(hit.blocks[0], SizeIs(1));
+  EXPECT_THAT(hit.blocks[1], SizeIs(2));
+  ASSERT_TRUE(Schedule(owner, 8, 4));
+  NextStep();
+  hit = cache_->Lookup(replay);
+  EXPECT_EQ(hit.num_tokens, 12u);
+  EXPECT_THAT(hit.blocks[0], SizeIs(2));
+  EXPECT_THAT(hit.blocks[1], SizeIs(3));
+}
+
+TEST_F(RecurrentTest, V79_EagleWithDcp) {
+  Build(Eagle({Full(4), State(4)}), 2, 40, 2);
+  const Request owner = Make(0, Repeat(7, 6));
+  ASSERT_TRUE(Schedule(owner, 0, 4));
+  NextStep();
+  ASSERT_TRUE(Schedule(owner, 4, 2));
+  NextStep();
+  const CacheHit hit =
+      cache_->Lookup(Make(1, Concat(Repeat(7, 6), Repeat(9, 2))));
+  EXPECT_EQ(hit.num_tokens, 4u);
+  EXPECT_THAT(hit.blocks[0], SizeIs(1));
+  EXPECT_THAT(hit.blocks[1], SizeIs(1));
+}
+
+}  // namespace
+}  // namespace hkv
