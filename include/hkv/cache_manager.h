@@ -64,8 +64,8 @@ struct GroupSpec {
   GroupKind kind = GroupKind::kFullAttention;
   std::uint32_t block_size = 16;  // tokens per page on one rank
   Speculation speculation = Speculation::kNone;
-  std::uint32_t sliding_window = 0;  // W, for kSlidingWindow
-  std::uint32_t chunk_size = 0;      // C, for kChunkedLocal
+  std::uint32_t sliding_window = 0;            // W, for kSlidingWindow
+  std::uint32_t chunk_size = 0;                // C, for kChunkedLocal
   DcpLayout dcp_layout = DcpLayout::kSharded;  // recurrent: never sharded
   RecurrentMode recurrent_mode = RecurrentMode::kAlign;  // kRecurrent
   // State blocks for speculative tokens, kept after the current state.
@@ -117,6 +117,15 @@ struct AllocationRequest {
   const CacheHit* hit = nullptr;
 };
 
+// A prefill chunk the scheduler's budget allows, for SplitPrefill.
+struct PrefillChunk {
+  std::uint32_t num_computed_tokens = 0;  // computed so far, hit included
+  std::uint32_t num_new_tokens = 0;       // what the budget allows next
+  std::uint32_t max_num_scheduled_tokens = 8192;
+  std::uint32_t long_prefill_threshold = 0;  // 0: none
+  std::uint32_t shared_prefix_boundary = 0;  // from the request's lookup
+};
+
 // Blocks placed in the request's tables by one allocation, per group.
 struct NewBlocks {
   std::vector<std::vector<BlockId>> blocks = {};  // [group]
@@ -162,6 +171,13 @@ class CacheManager {
   // O(new blocks + hit blocks).
   std::optional<NewBlocks> Allocate(const Request& request,
                                     const AllocationRequest& args);
+
+  // How many of chunk.num_new_tokens to schedule so that aligned recurrent
+  // groups keep usable states: chunks end on block boundaries, at the
+  // prompt's checkpoint and at a shared-prefix junction (spec §7.3). Models
+  // without such groups get chunk.num_new_tokens back. Pure.
+  std::uint32_t SplitPrefill(const Request& request,
+                             const PrefillChunk& chunk) const;
 
   // Registers the reusable prefixes of the first `num_computed_tokens`
   // tokens (capped at the request's token count): full blocks, and the

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "cache/cache_geometry.h"
 #include "cache/coordinator.h"
+#include "cache/prefill_split.h"
 #include "core/block_pool.h"
 #include "groups/group_manager.h"
 #include "hkv/cache_manager.h"
@@ -37,6 +38,13 @@ class CacheCore {
   std::optional<NewBlocks> Allocate(const Request& request,
                                     const AllocationRequest& args);
   void Commit(const Request& request, std::uint32_t num_computed_tokens);
+  std::uint32_t SplitPrefill(const Request& request,
+                             const PrefillChunk& chunk) const {
+    return internal::SplitPrefill(
+        split_rules_, {.num_prompt_tokens = request.num_prompt_tokens(),
+                       .num_tokens = request.num_tokens(),
+                       .chunk = chunk});
+  }
   void Free(RequestId id);
   std::vector<BlockCopy> TakeCopies();
   void FinishStep();
@@ -81,6 +89,7 @@ class CacheCore {
   BlockPool pool_;
   std::vector<std::unique_ptr<GroupManager>> groups_;  // by group id
   Coordinator coordinator_{groups_, geometry_};
+  SplitRules split_rules_ = MakeSplitRules(config_, geometry_);
   absl::flat_hash_map<RequestId, RequestState> requests_;
   CopyLog pending_copies_;              // queued, not yet taken
   std::vector<BlockId> pinned_copies_;  // taken; unpinned by FinishStep

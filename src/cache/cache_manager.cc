@@ -35,6 +35,10 @@ std::optional<NewBlocks> CacheManager::Allocate(const Request& request,
                                                 const AllocationRequest& args) {
   return impl_->core.Allocate(request, args);
 }
+std::uint32_t CacheManager::SplitPrefill(const Request& request,
+                                         const PrefillChunk& chunk) const {
+  return impl_->core.SplitPrefill(request, chunk);
+}
 void CacheManager::Commit(const Request& request,
                           std::uint32_t num_computed_tokens) {
   impl_->core.Commit(request, num_computed_tokens);

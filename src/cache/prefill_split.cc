@@ -1,0 +1,81 @@
+#include "cache/prefill_split.h"
+
+#include <algorithm>
+
+#include "groups/recurrent_state.h"
+
+namespace hkv::internal {
+
+SplitRules MakeSplitRules(const CacheConfig& config,
+                          const CacheGeometry& geometry) {
+  SplitRules rules;
+  const GroupSpec* attention = nullptr;
+  for (const GroupSpec& g : config.groups) {
+    if (g.kind == GroupKind::kRecurrent &&
+        g.recurrent_mode == RecurrentMode::kAlign) {
+      rules.applies = true;
+    }
+    if (attention == nullptr && g.kind == GroupKind::kFullAttention) {
+      attention = &g;
+    }
+  }
+  // The configured page: the full-attention block per rank, else the first
+  // group's.
+  rules.block = (attention ? *attention : config.groups[0]).block_size;
+  rules.hash_unit = config.keys.hash_unit;
+  rules.fine =
+      geometry.partial_hits && config.keys.hash_unit < geometry.scheduler_block;
+  rules.checkpoint_unit =
+      rules.fine ? config.keys.hash_unit : geometry.scheduler_block;
+  rules.rewind = geometry.groups[0].draft_model;
+  return rules;
+}
+
+namespace {
+
+std::uint32_t Checkpoint(std::uint32_t n, std::uint32_t unit,
+                         DraftRewind rewind) {
+  return RecurrentStateManager::CheckpointPosition(n, unit, rewind);
+}
+
+}  // namespace
+
+std::uint32_t SplitPrefill(const SplitRules& rules, const SplitInput& input) {
+  const PrefillChunk& chunk = input.chunk;
+  if (!rules.applies) return chunk.num_new_tokens;
+  const std::uint32_t b = rules.block;
+  const std::uint32_t start = chunk.num_computed_tokens;
+  std::uint32_t end = start + chunk.num_new_tokens;
+  const std::uint32_t prefill_end =
+      std::max(input.num_prompt_tokens, input.num_tokens - 1);
+  if (start >= prefill_end) return chunk.num_new_tokens;
+  if (end < prefill_end) {
+    std::uint32_t cap = chunk.max_num_scheduled_tokens;
+    if (chunk.long_prefill_threshold > 0) {
+      cap = std::min(cap, chunk.long_prefill_threshold);
+    }
+    // Sub-block chunks only when a block does not fit the budget.
+    const std::uint32_t aligned = end / b * b;
+    if (aligned > start || b <= cap) end = aligned;
+  }
+  std::uint32_t stop = end;
+  const auto consider = [&](std::uint32_t s) {
+    if (s > start && s < stop) stop = s;
+  };
+  if (start % b != 0) consider((start / b + 1) * b);
+  const std::uint32_t last_cache =
+      Checkpoint(input.num_tokens, b, rules.rewind);
+  consider(last_cache);
+  if (rules.fine) {
+    const std::uint32_t tail =
+        Checkpoint(input.num_prompt_tokens, rules.hash_unit, rules.rewind);
+    if (last_cache < tail && tail < input.num_prompt_tokens) consider(tail);
+  }
+  const std::uint32_t junction = chunk.shared_prefix_boundary;
+  if (junction > start && junction < end) {
+    consider(start + (junction - start) / b * b);
+  }
+  return end > start ? stop - start : 0;
+}
+
+}  // namespace hkv::internal

@@ -1,0 +1,37 @@
+// Where a prefill chunk must stop so that aligned recurrent groups keep a
+// usable state (spec §7.3): recurrent kernels leave a state only at the end
+// of a chunk, so chunks end on block boundaries, at the prompt's checkpoint
+// (where a resend resumes), and at a shared-prefix junction.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+
+#include "cache/cache_geometry.h"
+#include "hkv/cache_manager.h"
+
+namespace hkv::internal {
+
+struct SplitRules {
+  bool applies = false;     // an aligned recurrent group exists
+  std::uint32_t block = 0;  // chunks end on its multiples (per rank)
+  std::uint32_t hash_unit = 0;
+  std::uint32_t checkpoint_unit = 0;  // the unit of the prompt's checkpoint
+  bool fine = false;                  // hits may end inside blocks
+  DraftRewind rewind = DraftRewind::kNone;
+};
+
+SplitRules MakeSplitRules(const CacheConfig& config,
+                          const CacheGeometry& geometry);
+
+struct SplitInput {
+  std::uint32_t num_prompt_tokens = 0;
+  std::uint32_t num_tokens = 0;  // prompt and outputs so far
+  PrefillChunk chunk;
+};
+
+// The tokens to schedule: chunk.num_new_tokens, shortened to the first stop.
+std::uint32_t SplitPrefill(const SplitRules& rules, const SplitInput& input);
+
+}  // namespace hkv::internal

@@ -1,0 +1,111 @@
+// Spec §8.5 vectors V-86 ... V-90 and V-35's junction: where prefill chunks
+// stop so recurrent states land on usable checkpoints.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace hkv {
+namespace {
+
+using ::hkv::testing::Range;
+
+CacheManager Hybrid(std::uint32_t block, std::uint32_t unit,
+                    Speculation speculation = Speculation::kNone) {
+  Result<CacheManager> cache = CacheManager::Create(
+      {.groups = {{.block_size = block, .speculation = speculation},
+                  {.kind = GroupKind::kRecurrent, .block_size = block}},
+       .num_blocks = 16,
+       .keys = {.hash_unit = unit}});
+  EXPECT_TRUE(cache.has_value());
+  return std::move(*cache);
+}
+
+// Chunks of a whole prompt under a budget, each split.
+std::vector<std::uint32_t> Chunks(const CacheManager& cache,
+                                  std::uint32_t prompt, PrefillChunk rules) {
+  const Request r({.id = RequestId{1}}, Range(0, prompt), cache.key_scheme());
+  std::vector<std::uint32_t> chunks;
+  for (std::uint32_t done = 0; done < prompt;) {
+    std::uint32_t budget =
+        std::min(rules.max_num_scheduled_tokens, prompt - done);
+    if (rules.long_prefill_threshold > 0) {
+      budget = std::min(budget, rules.long_prefill_threshold);
+    }
+    rules.num_computed_tokens = done;
+    rules.num_new_tokens = budget;
+    const std::uint32_t n = cache.SplitPrefill(r, rules);
+    if (n == 0) break;
+    chunks.push_back(n);
+    done += n;
+  }
+  return chunks;
+}
+
+TEST(PrefillSplitTest, V86_StopsAtBlockAndCheckpoint) {
+  const CacheManager fine = Hybrid(512, 32);
+  EXPECT_EQ(Chunks(fine, 10000, {}),
+            (std::vector<std::uint32_t>{8192, 1536, 256, 16}));
+  const CacheManager coarse = Hybrid(512, 512);
+  EXPECT_EQ(Chunks(coarse, 10000, {}),
+            (std::vector<std::uint32_t>{8192, 1536, 272}));
+}
+
+TEST(PrefillSplitTest, V87_ResumeInsideABlock) {
+  const CacheManager cache = Hybrid(512, 32);
+  const Request r({.id = RequestId{1}}, Range(0, 12000), cache.key_scheme());
+  EXPECT_EQ(cache.SplitPrefill(
+                r, {.num_computed_tokens = 9984, .num_new_tokens = 2016}),
+            256u);
+  EXPECT_EQ(cache.SplitPrefill(
+                r, {.num_computed_tokens = 10240, .num_new_tokens = 1000}),
+            512u);
+}
+
+TEST(PrefillSplitTest, V88_BlockLargerThanTheBudget) {
+  const CacheManager cache = Hybrid(11392, 11392);
+  const Request r({.id = RequestId{1}}, Range(0, 30000), cache.key_scheme());
+  EXPECT_EQ(cache.SplitPrefill(
+                r, {.num_new_tokens = 8192, .max_num_scheduled_tokens = 11392}),
+            0u);
+  EXPECT_EQ(Chunks(cache, 30000, {.max_num_scheduled_tokens = 8192}),
+            (std::vector<std::uint32_t>{8192, 3200, 8192, 3200, 7216}));
+}
+
+TEST(PrefillSplitTest, V89_LongPrefillThreshold) {
+  const CacheManager cache = Hybrid(512, 512);
+  EXPECT_EQ(Chunks(cache, 1300, {.long_prefill_threshold = 384}),
+            (std::vector<std::uint32_t>{384, 128, 384, 128, 276}));
+}
+
+TEST(PrefillSplitTest, V90_EagleCheckpointOneUnitLower) {
+  const CacheManager eagle = Hybrid(1536, 128, Speculation::kEagle);
+  const Request r({.id = RequestId{1}}, Range(0, 24576), eagle.key_scheme());
+  EXPECT_EQ(eagle.SplitPrefill(
+                r, {.num_computed_tokens = 23040, .num_new_tokens = 1536}),
+            1408u);
+  const CacheManager plain = Hybrid(1536, 128);
+  const Request r2({.id = RequestId{2}}, Range(0, 24577), plain.key_scheme());
+  EXPECT_EQ(plain.SplitPrefill(
+                r2, {.num_computed_tokens = 23040, .num_new_tokens = 1537}),
+            1536u);
+}
+
+TEST(PrefillSplitTest, V35_StopsAtTheSharedPrefixJunction) {
+  const CacheManager cache = Hybrid(16, 16);
+  const Request r({.id = RequestId{1}}, Range(0, 48), cache.key_scheme());
+  EXPECT_EQ(cache.SplitPrefill(
+                r, {.num_new_tokens = 48, .shared_prefix_boundary = 32}),
+            32u);
+}
+
+TEST(PrefillSplitTest, AttentionOnlyModelsAreNotSplit) {
+  Result<CacheManager> cache =
+      CacheManager::Create({.groups = {{.block_size = 512}},
+                            .num_blocks = 4,
+                            .keys = {.hash_unit = 512}});
+  const Request r({.id = RequestId{1}}, Range(0, 1000), cache->key_scheme());
+  EXPECT_EQ(cache->SplitPrefill(r, {.num_new_tokens = 1000}), 1000u);
+}
+
+}  // namespace
+}  // namespace hkv
