@@ -89,6 +89,15 @@ struct CacheConfig {
   [[nodiscard]] Result<void> Validate() const;
 };
 
+// Why a hit is shorter than the longest prefix full attention holds.
+enum class MissCause {
+  kNone,               // it is not shorter
+  kSpeculativeRewind,  // a draft model recomputes the last unit or block
+  kNoCheckpoint,       // a recurrent group kept no state at a usable boundary
+  kWindowNotCovered,   // a sliding-window or chunked group lacks window blocks
+  kEvicted,            // the limiting group had the data there once; evicted
+};
+
 // A lookup result: the hit in tokens and, per group, the cached blocks that
 // cover it (index-aligned with the block table; the null block marks
 // positions the group does not need). Valid until the next mutating call.
@@ -98,6 +107,11 @@ struct CacheHit {
   // The cache's key generation at lookup; Allocate re-checks a hit whose
   // blocks may have lost their keys since.
   std::uint64_t key_generation = 0;
+  // The longest prefix full attention holds (at most num_tokens - 1), and,
+  // when the hit is shorter, which group limited it and why.
+  std::uint32_t chain_tokens = 0;
+  MissCause miss_cause = MissCause::kNone;
+  GroupId limiting_group{0};
   // Where some group's cached prefix ends when it is longer than the hit (a
   // group that keeps few states limited it): a chunk stopping there lets
   // the shorter group cache its state for the next request. 0 otherwise.
@@ -131,6 +145,13 @@ struct NewBlocks {
   std::vector<std::vector<BlockId>> blocks = {};  // [group]
 };
 
+// Admitted requests whose hit one cause kept below the full-attention
+// chain, and the tokens it cost them.
+struct MissCounters {
+  std::uint64_t requests = 0;
+  std::uint64_t tokens = 0;
+};
+
 // Prefix-cache counters, recorded at admission (a request's first successful
 // allocation after a lookup).
 struct PrefixCacheStats {
@@ -138,6 +159,10 @@ struct PrefixCacheStats {
   std::uint64_t queries = 0;  // tokens of admitted requests
   std::uint64_t hits = 0;     // of which reused from the cache
   bool reset = false;         // a ResetPrefixCache succeeded since last taken
+  MissCounters speculative_rewind = {};
+  MissCounters no_checkpoint = {};
+  MissCounters window_not_covered = {};
+  MissCounters evicted = {};
 };
 
 struct PoolCounters {
@@ -213,6 +238,9 @@ class CacheManager {
   double usage() const;
   // Blocks on the free queue (cached ones included).
   std::uint32_t num_free_blocks() const;
+  // Blocks currently holding at least one key, per group (index = group
+  // id). O(num_blocks).
+  std::vector<std::uint64_t> CachedBlocksPerGroup() const;
   // The request's block table in `group`, valid until the next mutating
   // call. REQUIRES: the request holds blocks.
   std::span<const BlockId> block_table(RequestId id, GroupId group) const;

@@ -2,15 +2,22 @@
 // request, and reports how many prompt tokens the prefix cache would have
 // saved.
 //
-// Each request in trace order, with RequestId = its index and the prompt
-// MooncakeTokens(request) of N tokens, runs alone through a cache of one
-// full-attention group:
+// The cache has the groups of ReplayOptions (default: one full-attention
+// group). Each request in trace order, with RequestId = its index and the
+// prompt MooncakeTokens(request) of N tokens, runs alone, its prompt
+// computed in chunks of at most max_num_batched_tokens as an engine would:
 //   hit = Lookup(r)                                  // timed
-//   Allocate(r, {.num_new_tokens = N - hit.num_tokens, .hit = &hit})
-//   Commit(r, N); TakeCopies(); FinishStep(); Free(r.id())
+//   done = hit.num_tokens
+//   while done < N:
+//     n = SplitPrefill(r, {done, min(budget, N - done), budget,
+//                          hit.shared_prefix_boundary})
+//     Allocate(r, first ? {.num_new_tokens = n, .hit = &hit}
+//                       : {.num_computed_tokens = done, .num_new_tokens = n})
+//     Commit(r, done + n); TakeCopies(); FinishStep(); done += n
+//   Free(r.id())
 // so it sees every block cached by earlier requests and not yet evicted.
-// Hits are multiples of the hash unit and at most N - 1 tokens (Lookup's
-// rules).
+// Hits follow Lookup's rules: multiples of the alignment, at most N - 1
+// tokens, one hash unit lower when an attention group feeds a draft model.
 //
 // Thread-compatible: Replay owns its cache; calls on different traces may run
 // in parallel. The library never prints; progress goes to the callback.
@@ -25,6 +32,10 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
+#include <vector>
+
+#include "hkv/cache_manager.h"
 
 #include "hkv/keys.h"
 #include "hkv/mooncake_trace.h"
@@ -33,15 +44,31 @@
 namespace hkv {
 
 struct ReplayOptions {
-  std::uint32_t block_size = 16;  // tokens per KV-cache block
-  std::uint32_t hash_unit = 0;    // tokens per prefix key; 0: the block size
+  // Tokens per KV-cache block of the default group; unused with `groups`.
+  std::uint32_t block_size = 16;
+  // Tokens per prefix key; 0: the block size, or with `groups` the smallest
+  // group block (DCP-scaled for sharded attention groups).
+  std::uint32_t hash_unit = 0;
   KeyFunction key_function = KeyFunction::kSha256Cbor;
-  // Pool size in tokens, rounded down to whole blocks. Unset: one block per
-  // block of every request in the trace, so nothing is ever evicted.
+  // Pool size in tokens: each group gets capacity_tokens / its block blocks.
+  // Unset: per group, one block per block of every request in the trace
+  // (plus its speculative blocks), so nothing is ever evicted.
   std::optional<std::uint64_t> capacity_tokens = std::nullopt;
+  // The cache groups; empty: one full-attention group of block_size.
+  std::vector<GroupSpec> groups = {};
+  std::uint32_t dcp = 1;  // decode-context-parallel width
+  // The scheduler's token budget per step: the largest prefill chunk.
+  std::uint32_t max_num_batched_tokens = 8192;
   // Called with (requests done, total) after every 1000 requests and once at
   // the end. Empty: no calls.
   std::function<void(std::size_t done, std::size_t total)> progress = {};
+};
+
+// What one group holds at the end of a replay.
+struct GroupResidency {
+  std::string kind;             // as in the group-list syntax: "full", ...
+  std::uint32_t block_size = 0;  // tokens per block, DCP-scaled
+  std::uint64_t cached_blocks = 0;  // blocks holding a prefix key
 };
 
 struct ReplayResult {
@@ -49,20 +76,24 @@ struct ReplayResult {
   std::uint64_t prompt_tokens = 0;   // sum of input lengths, rejected included
   std::uint64_t hit_tokens = 0;      // prompt tokens served from the cache
   std::uint64_t evicted_blocks = 0;  // cached blocks reused for new data
-  // Requests needing more blocks than the whole pool; never looked up or
-  // allocated, and counted as all-miss.
+  // Requests the whole pool cannot hold, counted as all-miss: those whose
+  // full-attention blocks alone exceed it are never looked up; the others
+  // are rejected when a chunk fails to allocate in the otherwise idle pool,
+  // and freed (the chunks they committed stay cached).
   std::uint64_t rejected_requests = 0;
   // Nearest-rank percentiles of the wall time of each Lookup (rejected
   // requests have none); 0 when there were no lookups.
   std::uint64_t lookup_ns_median = 0;
   std::uint64_t lookup_ns_p99 = 0;
+  std::vector<GroupResidency> groups = {};  // by group id
 };
 
 // Replays `trace` as described above.
 // Returns kInvalidArgument, naming the numbers, for a block size of 0, a hash
-// unit that does not divide the block size, a capacity below one block, or a
-// request failing ValidateTraceRequest; kInfeasible when the pool would need
-// 2^32 blocks or more.
+// unit that does not divide the block size, a capacity below the largest
+// block, a max_num_batched_tokens of 0, groups that make an invalid
+// CacheConfig, or a request failing ValidateTraceRequest; kInfeasible when
+// the pool would need 2^32 blocks or more.
 // O(total prompt tokens) time (keying dominates) and O(pool blocks) memory.
 [[nodiscard]] Result<ReplayResult> Replay(std::span<const TraceRequest> trace,
                                           const ReplayOptions& options);

@@ -72,6 +72,22 @@ std::uint32_t CacheCore::MaxHitLength(const Request& request) const {
   return n > 0 ? n - 1 : 0;
 }
 
+MissCause CacheCore::MissCauseOf(const CommonHit& common,
+                                 std::span<const BlockHash> keys) const {
+  if (common.limited_by_rewind) return MissCause::kSpeculativeRewind;
+  const GroupId group = *common.limiter;
+  // Had the group the data at the chain's end once?
+  const std::uint32_t unit = scheme_.hash_unit;
+  const std::uint32_t chain = common.chain_tokens / unit;
+  if (chain > 0 &&
+      pool_.WasEvicted({.hash = keys[chain - 1], .group = group})) {
+    return MissCause::kEvicted;
+  }
+  return config_.groups[ToIndex(group)].kind == GroupKind::kRecurrent
+             ? MissCause::kNoCheckpoint
+             : MissCause::kWindowNotCovered;
+}
+
 CacheHit CacheCore::Lookup(const Request& request) const {
   HKV_REQUIRE(request.key_scheme() == scheme_,
               "request keyed with a different key scheme than the cache");
@@ -87,6 +103,11 @@ CacheHit CacheCore::Lookup(const Request& request) const {
   hit.key_generation = pool_.key_generation();
   if (common.longest > common.num_tokens) {
     hit.shared_prefix_boundary = common.longest;
+  }
+  hit.chain_tokens = common.chain_tokens;
+  if (common.limiter) {
+    hit.limiting_group = *common.limiter;
+    hit.miss_cause = MissCauseOf(common, request.keys());
   }
   return hit;
 }
@@ -182,18 +203,43 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
       pool_.num_free_blocks()) {
     return std::nullopt;
   }
-  if (!running) it = Admit(request, hit_tokens);
+  if (!running) it = Admit(request, args.hit);
   return Place(it->second, args, demand);
 }
 
+void CacheCore::CountMiss(const CacheHit& hit) {
+  MissCounters* counters = nullptr;
+  switch (hit.miss_cause) {
+    case MissCause::kNone:
+      return;
+    case MissCause::kSpeculativeRewind:
+      counters = &stats_.speculative_rewind;
+      break;
+    case MissCause::kNoCheckpoint:
+      counters = &stats_.no_checkpoint;
+      break;
+    case MissCause::kWindowNotCovered:
+      counters = &stats_.window_not_covered;
+      break;
+    case MissCause::kEvicted:
+      counters = &stats_.evicted;
+      break;
+  }
+  ++counters->requests;
+  counters->tokens += hit.chain_tokens - hit.num_tokens;
+}
+
 absl::flat_hash_map<RequestId, CacheCore::RequestState>::iterator
-CacheCore::Admit(const Request& request, std::uint32_t hit_tokens) {
+CacheCore::Admit(const Request& request, const CacheHit* hit) {
   auto it = requests_.emplace(request.id(), RequestState{}).first;
   it->second.tables.resize(groups_.size());
   if (pool_.caching_enabled() && request.cache_read() == CacheRead::kAllowed) {
     ++stats_.requests;
     stats_.queries += request.num_tokens();
-    stats_.hits += hit_tokens;
+    if (hit != nullptr) {
+      stats_.hits += hit->num_tokens;
+      CountMiss(*hit);
+    }
   }
   return it;
 }
@@ -282,6 +328,18 @@ std::span<const BlockId> CacheCore::block_table(RequestId id,
               "no block table for a request that holds no blocks");
   HKV_REQUIRE(ToIndex(group) < groups_.size(), "group id out of range");
   return it->second.tables[ToIndex(group)].blocks;
+}
+
+std::vector<std::uint64_t> CacheCore::CachedBlocksPerGroup() const {
+  std::vector<std::uint64_t> counts(groups_.size(), 0);
+  // A block's aliases exist only beside its primary key.
+  for (std::uint32_t i = 1; i < pool_.num_blocks(); ++i) {
+    const BlockId block{i};
+    if (pool_.primary_num_tokens(block) > 0) {
+      ++counts[ToIndex(pool_.primary_key(block).group)];
+    }
+  }
+  return counts;
 }
 
 bool CacheCore::CheckInvariants() const {

@@ -52,6 +52,9 @@ class CacheCore {
   PrefixCacheStats TakeStats();
   std::vector<KvEvent> TakeEvents();
 
+  // Blocks holding a key, per group. O(num_blocks).
+  std::vector<std::uint64_t> CachedBlocksPerGroup() const;
+
   bool HoldsBlocks(RequestId id) const { return requests_.contains(id); }
   std::span<const BlockId> block_table(RequestId id, GroupId group) const;
   BlockPool& pool() { return pool_; }
@@ -71,7 +74,10 @@ class CacheCore {
                        bool running) const;
   // Starts tracking a request (and counts its admission).
   absl::flat_hash_map<RequestId, RequestState>::iterator Admit(
-      const Request& request, std::uint32_t hit_tokens);
+      const Request& request, const CacheHit* hit);
+  void CountMiss(const CacheHit& hit);
+  MissCause MissCauseOf(const CommonHit& common,
+                        std::span<const BlockHash> keys) const;
   // Adopts the hit in every group, then allocates in every group.
   NewBlocks Place(RequestState& state, const AllocationRequest& args,
                   const AllocationDemand& demand);

@@ -60,6 +60,9 @@ double CacheManager::usage() const { return impl_->core.pool().usage(); }
 std::uint32_t CacheManager::num_free_blocks() const {
   return impl_->core.pool().num_free_blocks();
 }
+std::vector<std::uint64_t> CacheManager::CachedBlocksPerGroup() const {
+  return impl_->core.CachedBlocksPerGroup();
+}
 std::span<const BlockId> CacheManager::block_table(RequestId id,
                                                    GroupId group) const {
   return impl_->core.block_table(id, group);

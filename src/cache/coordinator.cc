@@ -23,8 +23,14 @@ CommonHit Coordinator::FindUnitary(std::span<const BlockHash> keys,
                                                .max_length = max_length,
                                                .rewind = group.rewind,
                                                .members = group.members});
-  CommonHit out{
-      .num_tokens = hit.num_tokens, .blocks = {}, .longest = hit.num_tokens};
+  CommonHit out{.num_tokens = hit.num_tokens,
+                .blocks = {},
+                .longest = hit.num_tokens,
+                .chain_tokens = std::min(hit.proven_tokens, max_length)};
+  if (hit.num_tokens < out.chain_tokens) {
+    out.limiter = group.members[0];  // only its own rewind can lower it
+    out.limited_by_rewind = true;
+  }
   out.blocks.resize(managers_.size());
   Collect(group, hit, out);
   return out;
@@ -47,54 +53,76 @@ CommonHit Coordinator::FindLongestHit(std::span<const BlockHash> keys,
                                       std::uint32_t max_length) const {
   if (managers_.size() == 1) return FindUnitary(keys, max_length);
   const std::vector<SpecGroup>& groups = geometry_.spec_groups;
-  std::vector<GroupHit> hits(groups.size());
-  std::vector<bool> looked_up(groups.size(), false);
-  // Spec groups whose rewind is proven at the current length.
-  std::vector<bool> verified(groups.size(), false);
+  Pass pass{.keys = keys,
+            .hits = std::vector<GroupHit>(groups.size()),
+            .looked_up = std::vector<bool>(groups.size(), false),
+            .verified = std::vector<bool>(groups.size(), false)};
   const bool one_pass =
       groups.size() == 2 && groups[0].kind == GroupKind::kFullAttention;
   std::uint32_t hit = max_length;
-  std::uint32_t longest = 0;
   for (;;) {
     std::uint32_t current = hit;
     for (std::size_t i = 0; i < groups.size(); ++i) {
-      const SpecGroup& group = groups[i];
-      const GroupManager& manager = *managers_[ToIndex(group.members[0])];
-      if (group.kind == GroupKind::kFullAttention && looked_up[i]) {
-        current = std::min(current, hits[i].num_tokens);
-        continue;
-      }
-      const bool rewind = group.rewind == DraftRewind::kEagle && !verified[i];
-      hits[i] = manager.FindLongestHit(
-          {.keys = keys,
-           .max_length =
-               rewind ? ProofLength(manager, current, keys.size()) : current,
-           .rewind = rewind ? DraftRewind::kEagle : DraftRewind::kNone,
-           .members = group.members});
-      looked_up[i] = true;
-      if (rewind) {
-        verified[i] = true;
-      } else if (hits[i].num_tokens < current) {
-        std::fill(verified.begin(), verified.end(), false);
-      }
-      current = hits[i].num_tokens;
-      longest = std::max(longest, current);
+      current = Ask(i, current, pass);
     }
     if (current >= hit) break;
     hit = current;
     if (one_pass) break;
   }
-  CommonHit out{.num_tokens = hit, .blocks = {}, .longest = longest};
+  return Gather(hit, max_length, pass);
+}
+
+std::uint32_t Coordinator::Ask(std::size_t i, std::uint32_t current,
+                               Pass& pass) const {
+  const SpecGroup& group = geometry_.spec_groups[i];
+  const GroupManager& manager = *managers_[ToIndex(group.members[0])];
+  GroupHit& hit = pass.hits[i];
+  // Full attention's set is downward closed: one lookup serves every length.
+  if (group.kind == GroupKind::kFullAttention && pass.looked_up[i]) {
+    return std::min(current, hit.num_tokens);
+  }
+  const bool rewind = group.rewind == DraftRewind::kEagle && !pass.verified[i];
+  hit = manager.FindLongestHit(
+      {.keys = pass.keys,
+       .max_length =
+           rewind ? ProofLength(manager, current, pass.keys.size()) : current,
+       .rewind = rewind ? DraftRewind::kEagle : DraftRewind::kNone,
+       .members = group.members});
+  pass.looked_up[i] = true;
+  if (rewind) {
+    pass.verified[i] = true;
+  } else if (hit.num_tokens < current) {
+    // The length shrank: earlier rewinds are unproven at it.
+    std::fill(pass.verified.begin(), pass.verified.end(), false);
+  }
+  if (hit.num_tokens < current) {
+    pass.limiter = Limiter{i, rewind && hit.proven_tokens >= current};
+  }
+  pass.longest = std::max(pass.longest, hit.num_tokens);
+  return hit.num_tokens;
+}
+
+CommonHit Coordinator::Gather(std::uint32_t hit, std::uint32_t max_length,
+                              Pass& pass) const {
+  const std::vector<SpecGroup>& groups = geometry_.spec_groups;
+  CommonHit out{.num_tokens = hit, .blocks = {}, .longest = pass.longest};
   out.blocks.resize(managers_.size());
+  std::optional<std::uint32_t> chain;
   for (std::size_t i = 0; i < groups.size(); ++i) {
     if (groups[i].kind == GroupKind::kFullAttention) {
+      chain = std::min(chain.value_or(max_length), pass.hits[i].proven_tokens);
       const std::uint32_t b =
           managers_[ToIndex(groups[i].members[0])]->geometry().block_size;
-      for (std::vector<BlockId>& blocks : hits[i].blocks) {
+      for (std::vector<BlockId>& blocks : pass.hits[i].blocks) {
         blocks.resize(std::min<std::size_t>(blocks.size(), (hit + b - 1) / b));
       }
     }
-    Collect(groups[i], hits[i], out);
+    Collect(groups[i], pass.hits[i], out);
+  }
+  out.chain_tokens = std::min(chain.value_or(pass.longest), max_length);
+  if (hit < out.chain_tokens && pass.limiter) {
+    out.limiter = geometry_.spec_groups[pass.limiter->spec_group].members[0];
+    out.limited_by_rewind = pass.limiter->rewound;
   }
   return out;
 }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -26,6 +27,13 @@ struct CommonHit {
   // The longest answer any group gave; above num_tokens when some group
   // (e.g. one that keeps few states) limited the hit.
   std::uint32_t longest = 0;
+  // The longest prefix full attention holds (without a rewind; the longest
+  // answer when there is no full-attention group), at most max_length.
+  std::uint32_t chain_tokens = 0;
+  // When the hit is below chain_tokens: the group that last lowered it, and
+  // whether its rewind alone did.
+  std::optional<GroupId> limiter = std::nullopt;
+  bool limited_by_rewind = false;
 };
 
 class Coordinator {
@@ -39,8 +47,28 @@ class Coordinator {
                            std::uint32_t max_length) const;
 
  private:
+  struct Limiter {
+    std::size_t spec_group;
+    bool rewound;
+  };
+  // One fixed-point computation's state.
+  struct Pass {
+    std::span<const BlockHash> keys;
+    std::vector<GroupHit> hits;   // per spec group, its latest answer
+    std::vector<bool> looked_up;  // per spec group
+    std::vector<bool> verified;   // rewind proven at the current length
+    std::uint32_t longest = 0;
+    std::optional<Limiter> limiter = std::nullopt;
+  };
+
   CommonHit FindUnitary(std::span<const BlockHash> keys,
                         std::uint32_t max_length) const;
+  // Spec group i's answer at `current`.
+  std::uint32_t Ask(std::size_t i, std::uint32_t current, Pass& pass) const;
+  // The hit's blocks per group (full attention cut to the hit) and why it
+  // is short.
+  CommonHit Gather(std::uint32_t hit, std::uint32_t max_length,
+                   Pass& pass) const;
   // The length a spec group is asked for when it rewinds.
   std::uint32_t ProofLength(const GroupManager& manager, std::uint32_t length,
                             std::size_t num_keys) const;

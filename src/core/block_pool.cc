@@ -24,6 +24,7 @@ BlockId BlockPool::AllocateOne() {
   HKV_DCHECK(!free_queue_.empty());
   const BlockId id = free_queue_.PopFront();
   if (HasPrimary(ToIndex(id))) {
+    RememberEvicted(id);
     EvictKeys(id);
     ++stats_.evicted_blocks;
   }
@@ -72,11 +73,13 @@ void BlockPool::SetPrimary(BlockId id, const PrefixKey& key,
   b.primary = key;
   b.primary_num_tokens = num_tokens;
   index_.Insert(key, id);
+  evicted_.erase(key);
 }
 
 void BlockPool::AddAlias(BlockId id, const PrefixKey& key) {
   aliases_[id].push_back(key);
   index_.Insert(key, id);
+  evicted_.erase(key);
 }
 
 void BlockPool::CacheFull(BlockId id, const PrefixKey& key,
@@ -106,6 +109,15 @@ bool BlockPool::CachePartial(BlockId id, const PrefixKey& key,
     SetPrimary(id, key, num_tokens);
   }
   return true;
+}
+
+void BlockPool::RememberEvicted(BlockId id) {
+  if (evicted_.size() >= 2 * std::size_t{num_blocks()}) evicted_.clear();
+  const Block& b = blocks_[ToIndex(id)];
+  evicted_.insert(b.primary);
+  if (auto it = aliases_.find(id); it != aliases_.end()) {
+    evicted_.insert(it->second.begin(), it->second.end());
+  }
 }
 
 void BlockPool::RecordRemoval(const PrefixKey& key) {
@@ -152,6 +164,7 @@ bool BlockPool::Reset() {
   if (num_blocks() - num_free_blocks() != 1) return false;
   ++key_generation_;
   index_.Clear();
+  evicted_.clear();
   aliases_.clear();
   for (Block& b : blocks_) {
     b.primary_num_tokens = 0;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "core/event_log.h"
 #include "core/free_block_queue.h"
@@ -128,6 +129,10 @@ class BlockPool {
     return index_.Contains(key, id);
   }
   std::size_t num_keys() const { return index_.size(); }
+  // Whether `key` was evicted recently (and not registered since): the
+  // last num_blocks evicted keys at least are remembered.
+  bool WasEvicted(const PrefixKey& key) const { return evicted_.contains(key); }
+
   // Advances whenever a key leaves the index: a lookup made at an equal
   // generation is still valid.
   std::uint64_t key_generation() const { return key_generation_; }
@@ -153,6 +158,7 @@ class BlockPool {
   void SetPrimary(BlockId id, const PrefixKey& key, std::uint32_t num_tokens);
   void AddAlias(BlockId id, const PrefixKey& key);
   void RecordRemoval(const PrefixKey& key);
+  void RememberEvicted(BlockId id);
 
   Caching caching_;
   std::vector<Block> blocks_;
@@ -164,6 +170,8 @@ class BlockPool {
   PoolStats stats_;
   EventLog events_;
   std::uint64_t key_generation_ = 0;
+  // Keys evicted by reuse, forgotten all at once past num_blocks of them.
+  absl::flat_hash_set<PrefixKey, PrefixKeyHash> evicted_;
 };
 
 }  // namespace hkv::internal

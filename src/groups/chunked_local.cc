@@ -28,6 +28,7 @@ GroupHit ChunkedLocalManager::FindLongestHit(const HitQuery& query) const {
     Append(hit, found);
   }
   hit.num_tokens = static_cast<std::uint32_t>(hit.blocks[0].size()) * b;
+  hit.proven_tokens = hit.num_tokens;
   return hit;
 }
 

@@ -35,6 +35,7 @@ GroupHit FullAttentionManager::FindLongestHit(const HitQuery& query) const {
   if (fine()) ExtendIntoPage(query, hit);
 
   const std::uint32_t a = geometry_.alignment;
+  hit.proven_tokens = hit.num_tokens;
   if (query.rewind == DraftRewind::kEagle && hit.num_tokens > 0) {
     hit.num_tokens -= std::min({a, b, hit.num_tokens});
   }

@@ -79,6 +79,9 @@ struct AllocationDemand {
 
 struct GroupHit {
   std::uint32_t num_tokens = 0;
+  // What the group could resume from before the rewind (equal to
+  // num_tokens without one).
+  std::uint32_t proven_tokens = 0;
   // Per member group, index-aligned with its block table; the null block
   // marks positions the group does not need.
   std::vector<std::vector<BlockId>> blocks;

@@ -39,6 +39,7 @@ GroupHit RecurrentStateManager::FindLongestHit(const HitQuery& query) const {
       hit.blocks[m].push_back(found[m]);
     }
     hit.num_tokens = tokens;
+    hit.proven_tokens = tokens;
   };
   if (a < b) {
     // A state registered at exactly the unit boundary (u + 1) * a.

@@ -60,6 +60,7 @@ GroupHit SlidingWindowManager::FindBlockAligned(const HitQuery& query) const {
     for (std::vector<BlockId>& blocks : hit.blocks) blocks.resize(run);
     AlignDown(hit);
   }
+  hit.proven_tokens = static_cast<std::uint32_t>(hit.blocks[0].size()) * b;
   if (rewind && !hit.blocks[0].empty()) {
     for (std::vector<BlockId>& blocks : hit.blocks) blocks.pop_back();
     AlignDown(hit);
@@ -113,6 +114,7 @@ GroupHit SlidingWindowManager::FindFine(const HitQuery& query) const {
                       std::vector<BlockId>(first, kNullBlock));
     if (!ProbeRun(query, first, block, hit)) continue;
     Append(hit, tail);
+    hit.proven_tokens = boundary;
     hit.num_tokens = boundary - (rewind ? a : 0);
     for (std::vector<BlockId>& blocks : hit.blocks) {
       blocks.resize(BlocksFor(hit.num_tokens));

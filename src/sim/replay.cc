@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hkv/cache_manager.h"
+#include "hkv/group_list.h"
 #include "hkv/request.h"
 
 namespace hkv {
@@ -19,25 +20,70 @@ std::uint64_t CeilDiv(std::uint64_t a, std::uint64_t b) {
   return (a + b - 1) / b;
 }
 
+// The cache's groups: the options' list, or one full-attention group.
+std::vector<GroupSpec> GroupsOf(const ReplayOptions& options) {
+  if (!options.groups.empty()) return options.groups;
+  return {{.block_size = options.block_size}};
+}
+
+// Tokens one block of `spec` covers: the cache's geometry rule (sharded
+// attention pages hold block_size tokens on each of `dcp` ranks; recurrent
+// states are never sharded).
+std::uint32_t ScaledBlock(const GroupSpec& spec, std::uint32_t dcp) {
+  return spec.dcp_layout == DcpLayout::kSharded &&
+                 spec.kind != GroupKind::kRecurrent
+             ? spec.block_size * dcp
+             : spec.block_size;
+}
+
 std::uint32_t EffectiveHashUnit(const ReplayOptions& options) {
-  return options.hash_unit == 0 ? options.block_size : options.hash_unit;
+  if (options.hash_unit != 0) return options.hash_unit;
+  if (options.groups.empty()) return options.block_size;
+  std::uint32_t unit = std::numeric_limits<std::uint32_t>::max();
+  for (const GroupSpec& spec : options.groups) {
+    unit = std::min(unit, ScaledBlock(spec, options.dcp));
+  }
+  return unit;
 }
 
 Result<void> Invalid(std::string message) {
   return Fail(ErrorCode::kInvalidArgument, std::move(message));
 }
 
+// The cache config with a placeholder pool size, for validation and, once
+// the pool is sized, for the cache.
+CacheConfig ConfigOf(const ReplayOptions& options) {
+  return {.groups = GroupsOf(options),
+          .num_blocks = 2,
+          .keys = {.function = options.key_function,
+                   .hash_unit = EffectiveHashUnit(options)},
+          .dcp = options.dcp};
+}
+
+// The old single-group checks keep their messages; group lists are judged
+// by CacheConfig::Validate.
 Result<void> CheckOptions(const ReplayOptions& options) {
   const std::uint32_t b = options.block_size;
-  if (b == 0) return Invalid("block size must be at least 1 token, got 0");
   const std::uint32_t unit = EffectiveHashUnit(options);
-  if (b % unit != 0) {
+  if (options.groups.empty() && b == 0) {
+    return Invalid("block size must be at least 1 token, got 0");
+  }
+  if (options.groups.empty() && unit != 0 && b % unit != 0) {
     return Invalid("hash unit " + std::to_string(unit) +
                    " does not divide block size " + std::to_string(b));
   }
-  if (options.capacity_tokens && *options.capacity_tokens < b) {
+  if (options.max_num_batched_tokens == 0) {
+    return Invalid("max_num_batched_tokens must be at least 1 token, got 0");
+  }
+  const CacheConfig config = ConfigOf(options);
+  if (Result<void> valid = config.Validate(); !valid) return valid;
+  std::uint32_t largest = 0;
+  for (const GroupSpec& spec : config.groups) {
+    largest = std::max(largest, ScaledBlock(spec, options.dcp));
+  }
+  if (options.capacity_tokens && *options.capacity_tokens < largest) {
     return Invalid("capacity of " + std::to_string(*options.capacity_tokens) +
-                   " tokens is below one block of " + std::to_string(b) +
+                   " tokens is below one block of " + std::to_string(largest) +
                    " tokens");
   }
   return {};
@@ -53,26 +99,28 @@ Result<void> CheckTrace(std::span<const TraceRequest> trace) {
   return {};
 }
 
-// Usable blocks (the null block excluded): the capacity in whole blocks, or
-// enough for every request of the trace to keep all its blocks cached. At
-// least one, so that an empty trace still makes a valid cache.
+// Usable blocks (the null block excluded): per group, the capacity in whole
+// blocks, or enough for every request of the trace to keep all its blocks
+// (and speculative blocks) cached. At least one, so that an empty trace
+// still makes a valid cache.
 Result<std::uint32_t> UsableBlocks(std::span<const TraceRequest> trace,
                                    const ReplayOptions& options) {
-  const std::uint32_t b = options.block_size;
   std::uint64_t usable = 0;
-  if (options.capacity_tokens) {
-    usable = *options.capacity_tokens / b;
-  } else {
+  for (const GroupSpec& spec : GroupsOf(options)) {
+    const std::uint32_t b = ScaledBlock(spec, options.dcp);
+    if (options.capacity_tokens) {
+      usable += *options.capacity_tokens / b;
+      continue;
+    }
     for (const TraceRequest& request : trace) {
-      usable += CeilDiv(request.input_length, b);
+      usable += CeilDiv(request.input_length, b) + spec.speculative_blocks;
     }
   }
   usable = std::max<std::uint64_t>(usable, 1);
   if (usable >= std::numeric_limits<std::uint32_t>::max()) {
     return Fail(ErrorCode::kInfeasible,
-                "a pool of " + std::to_string(usable) + " blocks of " +
-                    std::to_string(b) +
-                    " tokens plus the null block exceeds 2^32 - 1 blocks");
+                "a pool of " + std::to_string(usable) +
+                    " blocks plus the null block exceeds 2^32 - 1 blocks");
   }
   return static_cast<std::uint32_t>(usable);
 }
@@ -91,56 +139,98 @@ std::uint64_t NearestRank(const std::vector<std::uint64_t>& sorted,
   return sorted[rank - 1];
 }
 
+struct ReplayerSetup {
+  std::vector<GroupSpec> groups;
+  std::uint32_t dcp = 1;
+  std::uint32_t usable_blocks = 0;
+  std::uint32_t max_num_batched_tokens = 0;
+};
+
 // The cache and the counters of one replay.
 class Replayer {
  public:
-  Replayer(CacheManager cache, std::uint32_t block_size,
-           std::uint32_t usable_blocks)
-      : cache_(std::move(cache)),
-        block_size_(block_size),
-        usable_blocks_(usable_blocks) {}
+  Replayer(CacheManager cache, ReplayerSetup setup)
+      : cache_(std::move(cache)), setup_(std::move(setup)) {}
 
-  Result<void> Run(std::size_t index, const TraceRequest& request);
+  void Run(std::size_t index, const TraceRequest& request);
   ReplayResult Finish();
 
  private:
+  // Blocks the full-attention groups alone hold for `n` tokens, which no
+  // chunking or eviction reduces.
+  std::uint64_t FullAttentionBlocks(std::uint32_t n) const;
+  // Computes the prompt after `hit` in chunks, then frees the request.
+  // Returns false, holding nothing, when a chunk does not fit the pool.
+  bool Prefill(const Request& r, const CacheHit& hit);
+
   CacheManager cache_;
-  std::uint32_t block_size_;
-  std::uint32_t usable_blocks_;
+  ReplayerSetup setup_;
   std::vector<std::uint64_t> lookup_ns_;
   ReplayResult result_;
 };
 
-Result<void> Replayer::Run(std::size_t index, const TraceRequest& request) {
+std::uint64_t Replayer::FullAttentionBlocks(std::uint32_t n) const {
+  std::uint64_t blocks = 0;
+  for (const GroupSpec& spec : setup_.groups) {
+    if (spec.kind == GroupKind::kFullAttention) {
+      blocks += CeilDiv(n, ScaledBlock(spec, setup_.dcp));
+    }
+  }
+  return blocks;
+}
+
+void Replayer::Run(std::size_t index, const TraceRequest& request) {
   const std::uint32_t n = request.input_length;
   ++result_.requests;
   result_.prompt_tokens += n;
-  if (CeilDiv(n, block_size_) > usable_blocks_) {
+  if (FullAttentionBlocks(n) > setup_.usable_blocks) {
     ++result_.rejected_requests;
-    return {};
+    return;
   }
   const std::vector<TokenId> tokens = MooncakeTokens(request);
   const Request r({.id = RequestId{index}}, tokens, cache_.key_scheme());
   const auto start = std::chrono::steady_clock::now();
   const CacheHit hit = cache_.Lookup(r);
-  lookup_ns_.push_back(NanosecondsSince(start));
+  const std::uint64_t lookup_ns = NanosecondsSince(start);
   // Every earlier request has been freed, so the whole pool is free or
-  // evictable: a request that fits the pool always gets its blocks.
-  const AllocationRequest args{.num_new_tokens = n - hit.num_tokens,
-                               .hit = &hit};
-  if (!cache_.Allocate(r, args)) {
-    return Fail(ErrorCode::kInfeasible,
-                "trace request " + std::to_string(index) + " (" +
-                    std::to_string(n) +
-                    " tokens) did not fit an idle pool of " +
-                    std::to_string(usable_blocks_) + " blocks");
+  // evictable: a chunk that does not fit now never will.
+  if (!Prefill(r, hit)) {
+    ++result_.rejected_requests;
+    return;
   }
+  lookup_ns_.push_back(lookup_ns);
   result_.hit_tokens += hit.num_tokens;
-  cache_.Commit(r, n);
-  cache_.TakeCopies();
-  cache_.FinishStep();
+}
+
+bool Replayer::Prefill(const Request& r, const CacheHit& hit) {
+  const std::uint32_t n = r.num_tokens();
+  const std::uint32_t budget = setup_.max_num_batched_tokens;
+  std::uint32_t done = hit.num_tokens;
+  for (bool first = true; done < n; first = false) {
+    const std::uint32_t allowed = std::min(budget, n - done);
+    std::uint32_t step = cache_.SplitPrefill(
+        r, {.num_computed_tokens = done,
+            .num_new_tokens = allowed,
+            .max_num_scheduled_tokens = budget,
+            .shared_prefix_boundary = hit.shared_prefix_boundary});
+    // No stop fits the budget (a block larger than it): schedule the budget
+    // as is, an unaligned chunk, rather than loop forever without progress.
+    if (step == 0) step = allowed;
+    const AllocationRequest args =
+        first ? AllocationRequest{.num_new_tokens = step, .hit = &hit}
+              : AllocationRequest{.num_computed_tokens = done,
+                                  .num_new_tokens = step};
+    if (!cache_.Allocate(r, args)) {
+      if (!first) cache_.Free(r.id());
+      return false;
+    }
+    cache_.Commit(r, done + step);
+    cache_.TakeCopies();
+    cache_.FinishStep();
+    done += step;
+  }
   cache_.Free(r.id());
-  return {};
+  return true;
 }
 
 ReplayResult Replayer::Finish() {
@@ -148,6 +238,14 @@ ReplayResult Replayer::Finish() {
   result_.lookup_ns_median = NearestRank(lookup_ns_, 50);
   result_.lookup_ns_p99 = NearestRank(lookup_ns_, 99);
   result_.evicted_blocks = cache_.counters().evicted_blocks;
+  const std::vector<std::uint64_t> cached = cache_.CachedBlocksPerGroup();
+  for (std::size_t g = 0; g < setup_.groups.size(); ++g) {
+    const GroupSpec& spec = setup_.groups[g];
+    result_.groups.push_back(
+        {.kind = std::string(GroupKindName(spec.kind)),
+         .block_size = ScaledBlock(spec, setup_.dcp),
+         .cached_blocks = cached[g]});
+  }
   return result_;
 }
 
@@ -163,17 +261,17 @@ Result<ReplayResult> Replay(std::span<const TraceRequest> trace,
   }
   Result<std::uint32_t> usable = UsableBlocks(trace, options);
   if (!usable) return tl::unexpected(usable.error());
-  Result<CacheManager> cache =
-      CacheManager::Create({.groups = {{.block_size = options.block_size}},
-                            .num_blocks = *usable + 1,
-                            .keys = {.function = options.key_function,
-                                     .hash_unit = EffectiveHashUnit(options)}});
+  CacheConfig config = ConfigOf(options);
+  config.num_blocks = *usable + 1;
+  Result<CacheManager> cache = CacheManager::Create(config);
   if (!cache) return tl::unexpected(cache.error());
-  Replayer replayer(std::move(*cache), options.block_size, *usable);
+  Replayer replayer(std::move(*cache),
+                    {.groups = std::move(config.groups),
+                     .dcp = options.dcp,
+                     .usable_blocks = *usable,
+                     .max_num_batched_tokens = options.max_num_batched_tokens});
   for (std::size_t i = 0; i < trace.size(); ++i) {
-    if (Result<void> done = replayer.Run(i, trace[i]); !done) {
-      return tl::unexpected(done.error());
-    }
+    replayer.Run(i, trace[i]);
     const bool report =
         (i + 1) % kProgressInterval == 0 || i + 1 == trace.size();
     if (options.progress && report) options.progress(i + 1, trace.size());

@@ -1,5 +1,6 @@
-// `hkv replay`: reads a Mooncake trace, replays it through one cache and
-// prints the prefix-cache figures as text or JSON.
+// `hkv replay`: reads a Mooncake trace, replays it through one cache (one
+// full-attention group, or the groups of --groups) and prints the
+// prefix-cache figures as text or JSON.
 #include "hkv/replay.h"
 
 #include <fmt/core.h>
@@ -8,8 +9,11 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "commands.h"
+#include "hkv/group_list.h"
 #include "hkv/keys.h"
 #include "hkv/mooncake_trace.h"
 
@@ -38,9 +42,20 @@ void PrintText(const ReplayResult& r, double wall_s) {
   fmt::print("lookup median      {} ns\n", r.lookup_ns_median);
   fmt::print("lookup p99         {} ns\n", r.lookup_ns_p99);
   fmt::print("wall time          {:.2f} s\n", wall_s);
+  for (std::size_t g = 0; g < r.groups.size(); ++g) {
+    const GroupResidency& group = r.groups[g];
+    fmt::print("{:<19}{}, block {}, {} cached blocks\n", fmt::format("group {}", g),
+               group.kind, group.block_size, group.cached_blocks);
+  }
 }
 
 void PrintJson(const ReplayResult& r, double wall_s) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const GroupResidency& group : r.groups) {
+    groups.push_back({{"kind", group.kind},
+                      {"block_size", group.block_size},
+                      {"cached_blocks", group.cached_blocks}});
+  }
   const nlohmann::json out = {
       {"requests", r.requests},
       {"prompt_tokens", r.prompt_tokens},
@@ -51,6 +66,7 @@ void PrintJson(const ReplayResult& r, double wall_s) {
       {"lookup_ns_median", r.lookup_ns_median},
       {"lookup_ns_p99", r.lookup_ns_p99},
       {"wall_time_s", wall_s},
+      {"groups", std::move(groups)},
   };
   fmt::print("{}\n", out.dump(2));
 }
@@ -59,6 +75,14 @@ int Failure(const Error& error) {
   fmt::print(stderr, "hkv replay: {}\n", error.message);
   return 1;
 }
+
+// A malformed list is a usage error, reported by CLI11 before the run.
+const CLI::Validator kGroupListValidator(
+    [](std::string& text) {
+      Result<std::vector<GroupSpec>> groups = ParseGroupList(text);
+      return groups ? std::string() : groups.error().message;
+    },
+    "LIST");
 
 }  // namespace
 
@@ -70,12 +94,28 @@ void RegisterReplay(CLI::App& app) {
   sub->add_option("TRACE", options->trace,
                   "Mooncake trace (JSON Lines) to replay")
       ->required();
-  sub->add_option("--block-size", options->block_size,
-                  "Tokens per KV-cache block")
+  CLI::Option* block_size =
+      sub->add_option("--block-size", options->block_size,
+                      "Tokens per KV-cache block")
+          ->capture_default_str();
+  sub->add_option("--groups", options->groups,
+                  "Cache groups instead of one full group of --block-size: "
+                  "kind:block[:option...],... with kinds full, sliding "
+                  "(window=W), chunked (chunk=C), recurrent (mode=align|all, "
+                  "spec=S) and options eagle, replicated")
+      ->check(kGroupListValidator)
+      ->excludes(block_size);
+  sub->add_option("--dcp", options->dcp,
+                  "Decode-context-parallel width (sharded groups' blocks "
+                  "cover block x dcp tokens)")
+      ->capture_default_str();
+  sub->add_option("--max-batched-tokens", options->max_batched_tokens,
+                  "Token budget per step: prompts are computed in chunks of "
+                  "at most this many tokens")
       ->capture_default_str();
   sub->add_option("--hash-unit", options->hash_unit,
-                  "Tokens per prefix key; must divide the block size (0: the "
-                  "block size)")
+                  "Tokens per prefix key; must divide every block (0: the "
+                  "smallest block)")
       ->capture_default_str();
   sub->add_option("--key-function", options->key_function, "Prefix key digest")
       ->check(CLI::IsMember({"sha256_cbor", "xxh3_128_cbor"}))
@@ -96,6 +136,9 @@ int RunReplay(const ReplayCommandOptions& options) {
   const Clock::time_point start = Clock::now();
   Result<KeyFunction> key_function = ParseKeyFunction(options.key_function);
   if (!key_function) return Failure(key_function.error());
+  Result<std::vector<GroupSpec>> groups = std::vector<GroupSpec>{};
+  if (!options.groups.empty()) groups = ParseGroupList(options.groups);
+  if (!groups) return Failure(groups.error());
   Result<std::vector<TraceRequest>> trace = ReadMooncakeTrace(options.trace);
   if (!trace) return Failure(trace.error());
   const Result<ReplayResult> result = Replay(
@@ -103,6 +146,9 @@ int RunReplay(const ReplayCommandOptions& options) {
                .hash_unit = options.hash_unit,
                .key_function = *key_function,
                .capacity_tokens = options.capacity_tokens,
+               .groups = std::move(*groups),
+               .dcp = options.dcp,
+               .max_num_batched_tokens = options.max_batched_tokens,
                .progress = [start](std::size_t done, std::size_t total) {
                  // Quick runs stay quiet; long ones show they are alive.
                  if (Seconds(start) >= 1.0) {
