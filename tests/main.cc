@@ -1,11 +1,11 @@
-// Test entry point: property tests run 500 cases unless RC_PARAMS says
+// Test entry point: property tests run 1000 cases unless RC_PARAMS says
 // otherwise (e.g. RC_PARAMS="max_success=20000").
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
 int main(int argc, char** argv) {
-  setenv("RC_PARAMS", "max_success=500", /*overwrite=*/0);
+  setenv("RC_PARAMS", "max_success=1000", /*overwrite=*/0);
   testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

@@ -28,11 +28,11 @@
 namespace hkv {
 
 // Parses `text` as described above. Returns kInvalidArgument naming the
-// offending group (its position and text) and the problem: an empty list or
-// group, an unknown kind or option, a block or option value that is missing,
-// zero (spec=0 is fine) or not a decimal number below 2^32, an option the
-// kind does not take, an option given twice, or a missing window/chunk.
-// O(text length).
+// offending group (its index from 0, as group ids, and its text) and the
+// problem: an empty list or group, an unknown kind or option, a block or option
+// value that is missing, zero (spec=0 is fine) or not a decimal number below
+// 2^32, an option the kind does not take, an option given twice, or a missing
+// window/chunk. O(text length).
 [[nodiscard]] Result<std::vector<GroupSpec>> ParseGroupList(
     std::string_view text);
 

@@ -17,7 +17,8 @@
 //   Free(r.id())
 // so it sees every block cached by earlier requests and not yet evicted.
 // Hits follow Lookup's rules: multiples of the alignment, at most N - 1
-// tokens, one hash unit lower when an attention group feeds a draft model.
+// tokens, one alignment step lower when an attention group feeds a draft
+// model (EAGLE rewind).
 //
 // Thread-compatible: Replay owns its cache; calls on different traces may run
 // in parallel. The library never prints; progress goes to the callback.
@@ -36,7 +37,6 @@
 #include <vector>
 
 #include "hkv/cache_manager.h"
-
 #include "hkv/keys.h"
 #include "hkv/mooncake_trace.h"
 #include "hkv/result.h"
@@ -66,8 +66,8 @@ struct ReplayOptions {
 
 // What one group holds at the end of a replay.
 struct GroupResidency {
-  std::string kind;             // as in the group-list syntax: "full", ...
-  std::uint32_t block_size = 0;  // tokens per block, DCP-scaled
+  std::string kind;                 // as in the group-list syntax: "full", ...
+  std::uint32_t block_size = 0;     // tokens per block, DCP-scaled
   std::uint64_t cached_blocks = 0;  // blocks holding a prefix key
 };
 

@@ -57,6 +57,39 @@ Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
   return {};
 }
 
+// Rules that depend on the scheduler block S, the lcm of all blocks.
+Result<void> ValidateAlignment(const CacheConfig& config) {
+  std::uint64_t scheduler_block = 1;
+  for (const GroupSpec& g : config.groups) {
+    const bool sharded =
+        g.dcp_layout == DcpLayout::kSharded && g.kind != GroupKind::kRecurrent;
+    scheduler_block = std::lcm(scheduler_block, std::uint64_t{g.block_size} *
+                                                    (sharded ? config.dcp : 1));
+  }
+  for (std::size_t i = 0; i < config.groups.size(); ++i) {
+    const GroupSpec& g = config.groups[i];
+    const std::string name = "group " + Num(i) + ": ";
+    // Chunked-local hits are whole blocks, so all hits align to them.
+    if (g.kind == GroupKind::kChunkedLocal && g.block_size != scheduler_block) {
+      return Invalid(name +
+                     "a chunked-local group's block must be the "
+                     "scheduler block (the lcm of all blocks, " +
+                     Num(scheduler_block) + "), got " + Num(g.block_size));
+    }
+    // States at every block boundary leave no room for hits between them.
+    if (g.kind == GroupKind::kRecurrent &&
+        g.recurrent_mode == RecurrentMode::kAll &&
+        config.keys.hash_unit != scheduler_block) {
+      return Invalid(name +
+                     "a recurrent group in all mode needs hash unit == "
+                     "scheduler block (" +
+                     Num(scheduler_block) + "), got " +
+                     Num(config.keys.hash_unit));
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<void> CacheConfig::Validate() const {
@@ -75,7 +108,7 @@ Result<void> CacheConfig::Validate() const {
     if (Result<void> valid = ValidateGroup(groups[i], i, *this); !valid)
       return valid;
   }
-  return {};
+  return ValidateAlignment(*this);
 }
 
 }  // namespace hkv

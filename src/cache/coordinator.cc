@@ -55,8 +55,7 @@ CommonHit Coordinator::FindLongestHit(std::span<const BlockHash> keys,
   const std::vector<SpecGroup>& groups = geometry_.spec_groups;
   Pass pass{.keys = keys,
             .hits = std::vector<GroupHit>(groups.size()),
-            .looked_up = std::vector<bool>(groups.size(), false),
-            .verified = std::vector<bool>(groups.size(), false)};
+            .looked_up = std::vector<bool>(groups.size(), false)};
   const bool one_pass =
       groups.size() == 2 && groups[0].kind == GroupKind::kFullAttention;
   std::uint32_t hit = max_length;
@@ -81,7 +80,11 @@ std::uint32_t Coordinator::Ask(std::size_t i, std::uint32_t current,
   if (group.kind == GroupKind::kFullAttention && pass.looked_up[i]) {
     return std::min(current, hit.num_tokens);
   }
-  const bool rewind = group.rewind == DraftRewind::kEagle && !pass.verified[i];
+  // A rewinding group always answers from its rewound set: it proves one
+  // unit (block) past the length and drops it, exactly once per question.
+  // (The reference asks a group plain once its rewind was "verified", which
+  // answers from a different set and can lose a valid hit.)
+  const bool rewind = group.rewind == DraftRewind::kEagle;
   hit = manager.FindLongestHit(
       {.keys = pass.keys,
        .max_length =
@@ -89,12 +92,6 @@ std::uint32_t Coordinator::Ask(std::size_t i, std::uint32_t current,
        .rewind = rewind ? DraftRewind::kEagle : DraftRewind::kNone,
        .members = group.members});
   pass.looked_up[i] = true;
-  if (rewind) {
-    pass.verified[i] = true;
-  } else if (hit.num_tokens < current) {
-    // The length shrank: earlier rewinds are unproven at it.
-    std::fill(pass.verified.begin(), pass.verified.end(), false);
-  }
   if (hit.num_tokens < current) {
     pass.limiter = Limiter{i, rewind && hit.proven_tokens >= current};
   }

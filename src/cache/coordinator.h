@@ -1,11 +1,12 @@
 // The coordinator reconciles the groups' answers into one hit (spec §4.3,
 // §4.5.1): the largest position every group can resume from. Each spec
 // group answers "the largest resumable p <= L"; the hybrid loop sets
-// L <- min over groups to its fixed point. A rewinding group applies its
-// rewind once per candidate length, looking one unit (one block for coarse
-// hits) past it so the rewound position is proven; full attention, whose
-// set is downward closed, is looked up once. With two spec groups, full
-// attention first, one pass is the fixed point.
+// L <- min over groups to its fixed point. A rewinding group answers from
+// its rewound set on every question, looking one unit (one block for coarse
+// hits) past L and dropping it, so its answers stay monotone and the fixed
+// point is the largest common position; full attention, whose set is
+// downward closed, is looked up once. With two spec groups, full attention
+// first, one pass is the fixed point.
 //
 // Thread-compatible; holds non-owning pointers to the cache core's managers.
 #pragma once
@@ -56,7 +57,6 @@ class Coordinator {
     std::span<const BlockHash> keys;
     std::vector<GroupHit> hits;   // per spec group, its latest answer
     std::vector<bool> looked_up;  // per spec group
-    std::vector<bool> verified;   // rewind proven at the current length
     std::uint32_t longest = 0;
     std::optional<Limiter> limiter = std::nullopt;
   };

@@ -174,6 +174,16 @@ bool BlockPool::Reset() {
   return true;
 }
 
+std::vector<PrefixKey> BlockPool::KeysOf(BlockId id) const {
+  std::vector<PrefixKey> keys;
+  if (!HasPrimary(ToIndex(id))) return keys;
+  keys.push_back(blocks_[ToIndex(id)].primary);
+  if (auto it = aliases_.find(id); it != aliases_.end()) {
+    keys.insert(keys.end(), it->second.begin(), it->second.end());
+  }
+  return keys;
+}
+
 bool BlockPool::CheckInvariants() const {
   if (!free_queue_.CheckInvariants() || free_queue_.Contains(kNullBlock))
     return false;

@@ -128,6 +128,8 @@ class BlockPool {
   bool HasKey(BlockId id, const PrefixKey& key) const {
     return index_.Contains(key, id);
   }
+  // Every key of `id`, primary first. For tests and diagnostics.
+  std::vector<PrefixKey> KeysOf(BlockId id) const;
   std::size_t num_keys() const { return index_.size(); }
   // Whether `key` was evicted recently (and not registered since): the
   // last num_blocks evicted keys at least are remembered.

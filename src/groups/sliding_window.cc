@@ -56,14 +56,21 @@ GroupHit SlidingWindowManager::FindBlockAligned(const HitQuery& query) const {
     }
   }
   if (!full_window) {
-    // A run reaching position 0 is a valid, shorter hit.
+    // No full window: the run reaching position 0 proves every block end in
+    // it. (The reference aligns that run before dropping the rewound block
+    // and again after, which can lose an aligned position the run proves.)
     for (std::vector<BlockId>& blocks : hit.blocks) blocks.resize(run);
+    hit.proven_tokens = run * b;
+    if (rewind && run > 0) {
+      for (std::vector<BlockId>& blocks : hit.blocks) blocks.pop_back();
+    }
     AlignDown(hit);
-  }
-  hit.proven_tokens = static_cast<std::uint32_t>(hit.blocks[0].size()) * b;
-  if (rewind && !hit.blocks[0].empty()) {
-    for (std::vector<BlockId>& blocks : hit.blocks) blocks.pop_back();
-    AlignDown(hit);
+  } else {
+    hit.proven_tokens = static_cast<std::uint32_t>(hit.blocks[0].size()) * b;
+    // The run's end was chosen so that dropping one block lands aligned.
+    if (rewind) {
+      for (std::vector<BlockId>& blocks : hit.blocks) blocks.pop_back();
+    }
   }
   hit.num_tokens = static_cast<std::uint32_t>(hit.blocks[0].size()) * b;
   return hit;

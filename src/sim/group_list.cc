@@ -52,9 +52,8 @@ Result<std::uint32_t> ParseNumber(std::string_view text, std::string_view what,
 }
 
 std::optional<GroupKind> ParseKind(std::string_view name) {
-  for (GroupKind kind :
-       {GroupKind::kFullAttention, GroupKind::kSlidingWindow,
-        GroupKind::kChunkedLocal, GroupKind::kRecurrent}) {
+  for (GroupKind kind : {GroupKind::kFullAttention, GroupKind::kSlidingWindow,
+                         GroupKind::kChunkedLocal, GroupKind::kRecurrent}) {
     if (name == GroupKindName(kind)) return kind;
   }
   return std::nullopt;
@@ -98,9 +97,9 @@ Result<void> ApplyValued(std::string_view name, std::string_view value,
         value == "all" ? RecurrentMode::kAll : RecurrentMode::kAlign;
     return {};
   }
-  const NumberOption* option = std::find_if(
-      std::begin(kNumberOptions), std::end(kNumberOptions),
-      [&](const NumberOption& o) { return o.name == name; });
+  const NumberOption* option =
+      std::find_if(std::begin(kNumberOptions), std::end(kNumberOptions),
+                   [&](const NumberOption& o) { return o.name == name; });
   if (option == std::end(kNumberOptions)) {
     return Problem("unknown option \"" + std::string(name) + "=\"");
   }
@@ -160,8 +159,8 @@ Result<GroupSpec> ParseGroup(std::string_view text) {
   for (std::size_t i = 2; i < fields.size(); ++i) {
     const std::string_view name = OptionName(fields[i]);
     const auto seen = [&](std::string_view f) { return OptionName(f) == name; };
-    if (std::any_of(fields.begin() + 2, fields.begin() + static_cast<std::ptrdiff_t>(i),
-                    seen)) {
+    if (std::any_of(fields.begin() + 2,
+                    fields.begin() + static_cast<std::ptrdiff_t>(i), seen)) {
       return Fail(ErrorCode::kInvalidArgument,
                   "option " + std::string(name) + " given twice");
     }
@@ -191,8 +190,8 @@ Result<std::vector<GroupSpec>> ParseGroupList(std::string_view text) {
     Result<GroupSpec> group = ParseGroup(texts[i]);
     if (!group) {
       return Fail(ErrorCode::kInvalidArgument,
-                  "group " + std::to_string(i + 1) + " \"" +
-                      std::string(texts[i]) + "\": " + group.error().message);
+                  "group " + std::to_string(i) + " \"" + std::string(texts[i]) +
+                      "\": " + group.error().message);
     }
     groups.push_back(*group);
   }

@@ -213,8 +213,10 @@ bool Replayer::Prefill(const Request& r, const CacheHit& hit) {
             .num_new_tokens = allowed,
             .max_num_scheduled_tokens = budget,
             .shared_prefix_boundary = hit.shared_prefix_boundary});
-    // No stop fits the budget (a block larger than it): schedule the budget
-    // as is, an unaligned chunk, rather than loop forever without progress.
+    // SplitPrefill answers 0 when the chunk cannot reach a block boundary
+    // yet the budget holds a block; a full budget always reaches one, so
+    // this should not happen, but a 0 would loop here forever: schedule the
+    // budget as is instead.
     if (step == 0) step = allowed;
     const AllocationRequest args =
         first ? AllocationRequest{.num_new_tokens = step, .hit = &hit}
@@ -241,10 +243,9 @@ ReplayResult Replayer::Finish() {
   const std::vector<std::uint64_t> cached = cache_.CachedBlocksPerGroup();
   for (std::size_t g = 0; g < setup_.groups.size(); ++g) {
     const GroupSpec& spec = setup_.groups[g];
-    result_.groups.push_back(
-        {.kind = std::string(GroupKindName(spec.kind)),
-         .block_size = ScaledBlock(spec, setup_.dcp),
-         .cached_blocks = cached[g]});
+    result_.groups.push_back({.kind = std::string(GroupKindName(spec.kind)),
+                              .block_size = ScaledBlock(spec, setup_.dcp),
+                              .cached_blocks = cached[g]});
   }
   return result_;
 }

@@ -19,7 +19,8 @@ struct ReplayCommandOptions {
   std::string key_function = "sha256_cbor";
   std::optional<std::uint64_t> capacity_tokens =
       std::nullopt;  // unset: unbounded
-  std::string groups;  // group list; empty: one full group of block_size
+  // Group list (ParseGroupList); empty: one full group of block_size.
+  std::string groups;
   std::uint32_t dcp = 1;
   std::uint32_t max_batched_tokens = 8192;
   bool json = false;

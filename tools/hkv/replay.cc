@@ -44,8 +44,9 @@ void PrintText(const ReplayResult& r, double wall_s) {
   fmt::print("wall time          {:.2f} s\n", wall_s);
   for (std::size_t g = 0; g < r.groups.size(); ++g) {
     const GroupResidency& group = r.groups[g];
-    fmt::print("{:<19}{}, block {}, {} cached blocks\n", fmt::format("group {}", g),
-               group.kind, group.block_size, group.cached_blocks);
+    fmt::print("{:<19}{}, block {}, {} cached blocks\n",
+               fmt::format("group {}", g), group.kind, group.block_size,
+               group.cached_blocks);
   }
 }
 
@@ -94,10 +95,9 @@ void RegisterReplay(CLI::App& app) {
   sub->add_option("TRACE", options->trace,
                   "Mooncake trace (JSON Lines) to replay")
       ->required();
-  CLI::Option* block_size =
-      sub->add_option("--block-size", options->block_size,
-                      "Tokens per KV-cache block")
-          ->capture_default_str();
+  CLI::Option* block_size = sub->add_option("--block-size", options->block_size,
+                                            "Tokens per KV-cache block")
+                                ->capture_default_str();
   sub->add_option("--groups", options->groups,
                   "Cache groups instead of one full group of --block-size: "
                   "kind:block[:option...],... with kinds full, sliding "

@@ -1,0 +1,206 @@
+// Property test for hybrid caches: random mixes of 2 to 5 groups (full
+// attention, sliding window, chunked local, recurrent in both modes; block
+// sizes multiples of a random hash unit; windows; rewinding groups) driven
+// by random request streams that share prefixes: chunked prefills split as
+// the scheduler would, decode steps, frees. Every lookup's hit must equal
+// the brute-force HybridOracle's, and the cache's invariants (reference
+// counts against block tables and copy pins, free queue, index) must hold
+// after every step.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <map>
+#include <numeric>
+
+#include "gen.h"
+#include "hybrid_oracle.h"
+#include "test_util.h"
+
+namespace hkv {
+namespace {
+
+GroupSpec GenGroup(std::uint32_t unit) {
+  GroupSpec g;
+  switch (*rc::gen::inRange(0, 4)) {
+    case 0:
+      g.kind = GroupKind::kFullAttention;
+      break;
+    case 1:
+      g.kind = GroupKind::kSlidingWindow;
+      break;
+    case 2:
+      g.kind = GroupKind::kChunkedLocal;
+      break;
+    default:
+      g.kind = GroupKind::kRecurrent;
+      break;
+  }
+  g.block_size = unit * *rc::gen::element(1u, 2u, 4u);
+  if (g.kind == GroupKind::kChunkedLocal) {
+    g.block_size = unit;
+    g.chunk_size = unit * *rc::gen::inRange(1u, 4u);
+  }
+  if (g.kind == GroupKind::kSlidingWindow) {
+    g.sliding_window = *rc::gen::inRange(1u, 3 * g.block_size + 1);
+  }
+  if (g.kind != GroupKind::kChunkedLocal && *rc::gen::inRange(0, 4) == 0) {
+    g.speculation = Speculation::kEagle;
+  }
+  return g;
+}
+
+CacheConfig GenConfig() {
+  const auto unit = *rc::gen::element(1u, 2u, 4u);
+  CacheConfig config{.num_blocks = *rc::gen::inRange(24u, 96u),
+                     .keys = {.hash_unit = unit}};
+  const auto n = *rc::gen::inRange(2, 6);
+  for (int i = 0; i < n; ++i) config.groups.push_back(GenGroup(unit));
+  std::uint32_t scheduler_block = 1;
+  for (const GroupSpec& g : config.groups) {
+    scheduler_block = std::lcm(scheduler_block, g.block_size);
+  }
+  // States at every block boundary need the hash unit to be the scheduler
+  // block; otherwise a recurrent group keeps states where chunks end.
+  const bool all_mode = scheduler_block == unit && *rc::gen::arbitrary<bool>();
+  for (GroupSpec& g : config.groups) {
+    if (g.kind == GroupKind::kRecurrent && all_mode) {
+      g.recurrent_mode = RecurrentMode::kAll;
+    }
+  }
+  return config;
+}
+
+struct Live {
+  Request request;
+  std::uint32_t computed;
+};
+
+class HybridHarness {
+ public:
+  explicit HybridHarness(const CacheConfig& config)
+      : config_(config), cache_(config) {
+    max_block_ = 0;
+    for (const GroupSpec& g : config.groups)
+      max_block_ = std::max(max_block_, g.block_size);
+  }
+
+  void CheckLookup(const Request& r) {
+    const CacheHit hit = cache_.Lookup(r);
+    const testing::HybridOracle oracle(config_, cache_.pool());
+    const std::uint32_t expected = oracle.Hit(r);
+    if (hit.num_tokens != expected) {
+      RC_LOG() << "hash unit " << config_.keys.hash_unit << "; groups:";
+      for (const GroupSpec& g : config_.groups) {
+        RC_LOG() << " kind " << static_cast<int>(g.kind) << " b "
+                 << g.block_size << " W " << g.sliding_window << " C "
+                 << g.chunk_size << " eagle "
+                 << (g.speculation == Speculation::kEagle) << " mode "
+                 << static_cast<int>(g.recurrent_mode) << ";";
+      }
+      RC_LOG() << " tokens " << r.num_tokens() << " hit " << hit.num_tokens
+               << " oracle " << expected << "\n";
+    }
+    RC_ASSERT(hit.num_tokens == expected);
+  }
+
+  void Admit() {
+    const std::vector<TokenId> prompt =
+        testing::GenPrompt(history_, 6 * max_block_);
+    history_.push_back(prompt);
+    Request r({.id = RequestId{next_id_++}}, prompt, cache_.key_scheme());
+    CheckLookup(r);
+    const CacheHit hit = cache_.Lookup(r);
+    const auto budget = *rc::gen::inRange(1u, 4 * max_block_ + 1);
+    std::uint32_t done = hit.num_tokens;
+    bool first = true;
+    while (done < r.num_tokens()) {
+      const std::uint32_t want = std::min(budget, r.num_tokens() - done);
+      std::uint32_t n = cache_.SplitPrefill(
+          r, {.num_computed_tokens = done,
+              .num_new_tokens = want,
+              .max_num_scheduled_tokens = budget,
+              .shared_prefix_boundary = hit.shared_prefix_boundary});
+      if (n == 0) n = want;  // a block above the budget: schedule it anyway
+      const std::optional<NewBlocks> placed =
+          first ? cache_.Allocate(r, {.num_new_tokens = n, .hit = &hit})
+                : cache_.Allocate(
+                      r, {.num_computed_tokens = done, .num_new_tokens = n});
+      if (!placed) break;
+      first = false;
+      done += n;
+      EndStep(r, done);
+    }
+    if (first) return;
+    live_.emplace(static_cast<std::uint64_t>(r.id()), Live{std::move(r), done});
+  }
+
+  void Decode(std::uint64_t key) {
+    Live& live = live_.at(key);
+    if (live.computed < live.request.num_tokens()) return;
+    const auto n = *rc::gen::inRange(1u, 3u);
+    live.request.AppendTokens(testing::GenTokens(n, n));
+    if (!cache_.Allocate(live.request, {.num_computed_tokens = live.computed,
+                                        .num_new_tokens = n})) {
+      return;
+    }
+    live.computed += n;
+    EndStep(live.request, live.computed);
+  }
+
+  void Free(std::uint64_t key) {
+    cache_.Free(live_.at(key).request.id());
+    live_.erase(key);
+  }
+
+  void Probe() {
+    const Request r({.id = RequestId{0}},
+                    testing::GenPrompt(history_, 6 * max_block_),
+                    cache_.key_scheme());
+    CheckLookup(r);
+  }
+
+  std::map<std::uint64_t, Live>& live() { return live_; }
+  const internal::CacheCore& cache() const { return cache_; }
+
+ private:
+  void EndStep(const Request& r, std::uint32_t computed) {
+    cache_.TakeCopies();
+    cache_.Commit(r, computed);
+    cache_.FinishStep();
+    RC_ASSERT(cache_.CheckInvariants());
+  }
+
+  CacheConfig config_;
+  internal::CacheCore cache_;
+  std::uint32_t max_block_;
+  std::map<std::uint64_t, Live> live_;
+  std::vector<std::vector<TokenId>> history_;
+  std::uint64_t next_id_ = 1;
+};
+
+RC_GTEST_PROP(HybridPropertyTest, LookupsMatchTheOracle, ()) {
+  const CacheConfig config = GenConfig();
+  RC_PRE(config.Validate().has_value());
+  HybridHarness h(config);
+  const auto steps = *rc::gen::inRange(1, 30);
+  for (int step = 0; step < steps; ++step) {
+    const int op = *rc::gen::inRange(0, 100);
+    if (op < 40 || h.live().empty()) {
+      h.Admit();
+    } else if (op < 85) {
+      auto it = h.live().begin();
+      std::advance(it, *rc::gen::inRange<std::size_t>(0, h.live().size()));
+      if (op < 65) {
+        h.Decode(it->first);
+      } else {
+        h.Free(it->first);
+      }
+    } else {
+      h.Probe();
+    }
+    RC_ASSERT(h.cache().CheckInvariants());
+  }
+}
+
+}  // namespace
+}  // namespace hkv
