@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <iterator>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace hkv {
@@ -136,6 +137,21 @@ std::string_view OptionName(std::string_view option) {
   return Trim(option.substr(0, option.find('=')));
 }
 
+// Applies `options` in order, refusing one given twice.
+Result<void> ApplyOptions(std::span<const std::string_view> options,
+                          GroupSpec& spec) {
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const std::string_view name = OptionName(options[i]);
+    const auto same = [&](std::string_view o) { return OptionName(o) == name; };
+    if (std::any_of(options.begin(),
+                    options.begin() + static_cast<std::ptrdiff_t>(i), same)) {
+      return Problem("option " + std::string(name) + " given twice");
+    }
+    if (Result<void> ok = ApplyOption(options[i], spec); !ok) return ok;
+  }
+  return {};
+}
+
 Result<GroupSpec> ParseGroup(std::string_view text) {
   if (text.empty()) {
     return Fail(ErrorCode::kInvalidArgument,
@@ -156,17 +172,10 @@ Result<GroupSpec> ParseGroup(std::string_view text) {
   Result<std::uint32_t> block = ParseNumber(fields[1], "block size", 1);
   if (!block) return tl::unexpected(block.error());
   spec.block_size = *block;
-  for (std::size_t i = 2; i < fields.size(); ++i) {
-    const std::string_view name = OptionName(fields[i]);
-    const auto seen = [&](std::string_view f) { return OptionName(f) == name; };
-    if (std::any_of(fields.begin() + 2,
-                    fields.begin() + static_cast<std::ptrdiff_t>(i), seen)) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "option " + std::string(name) + " given twice");
-    }
-    if (Result<void> ok = ApplyOption(fields[i], spec); !ok) {
-      return tl::unexpected(ok.error());
-    }
+  const std::span<const std::string_view> options(fields.begin() + 2,
+                                                  fields.end());
+  if (Result<void> ok = ApplyOptions(options, spec); !ok) {
+    return tl::unexpected(ok.error());
   }
   if (spec.kind == GroupKind::kSlidingWindow && spec.sliding_window == 0) {
     return Fail(ErrorCode::kInvalidArgument, "sliding needs window=W");
