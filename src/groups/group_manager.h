@@ -63,7 +63,7 @@ struct GroupTable {
   bool from_hit = false;  // the table started as an adopted hit
 
   // Recurrent groups only.
-  bool allocated_once = false;  // speculative blocks exist
+  bool allocated_once = false;     // speculative blocks exist
   std::uint32_t retired_upto = 0;  // blocks below it were released
   // The state block written two steps ago, released once passed.
   std::optional<std::uint32_t> last_state_index = std::nullopt;
@@ -127,8 +127,8 @@ class GroupManager {
 
   // New blocks (plus evictable hit blocks) the allocation would take from
   // the free queue (spec §3.6); more than the pool holds to refuse it.
-  virtual std::uint32_t NumBlocksToAllocate(const GroupTable& table,
-                                            const AllocationDemand& demand) const;
+  virtual std::uint32_t NumBlocksToAllocate(
+      const GroupTable& table, const AllocationDemand& demand) const;
 
   // Takes references on a new request's hit blocks and records a partial
   // hit for copy-on-write. REQUIRES: the table is empty.
