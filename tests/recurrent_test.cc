@@ -333,6 +333,48 @@ TEST_F(RecurrentTest, V66_CoarseRewindLandsOnAKeptState) {
       4u);
 }
 
+TEST_F(RecurrentTest, V67_DraftWindowWithStatesAndAttention) {
+  Build({Full(2),
+         State(8),
+         {.kind = GroupKind::kSlidingWindow,
+          .block_size = 4,
+          .speculation = Speculation::kEagle,
+          .sliding_window = 4}},
+        2, 60);
+  for (std::uint32_t g = 0; g < 3; ++g) {
+    EXPECT_EQ(cache_->geometry(GroupId{g}).alignment, 2u);
+  }
+  Request owner = Make(0, Range(0, 12));
+  ASSERT_TRUE(Schedule(owner, 0, 8));
+  NextStep();
+  ASSERT_TRUE(Schedule(owner, 8, 4));
+  NextStep();
+  owner.AppendTokens(std::vector<TokenId>{500});
+  ASSERT_TRUE(Schedule(owner, 12, 1));
+  cache_->Free(owner.id());
+  NextStep();
+  const CacheHit hit =
+      cache_->Lookup(Make(1, Concat(Range(0, 12), {600, 601})));
+  EXPECT_EQ(hit.num_tokens, 8u);
+  EXPECT_EQ(hit.blocks[0].size() * 2, 8u);
+}
+
+TEST_F(RecurrentTest, V71_DraftWindowProvesOneUnitPastTheHit) {
+  Build({Full(16),
+         State(2),
+         {.kind = GroupKind::kSlidingWindow,
+          .block_size = 16,
+          .speculation = Speculation::kEagle,
+          .sliding_window = 16}},
+        2, 80);
+  const Request base = Make(0, Range(0, 45));
+  for (std::uint32_t done = 0; done < 45; done += 2) {
+    ASSERT_TRUE(Schedule(base, done, std::min(2u, 45 - done)));
+    NextStep();
+  }
+  EXPECT_EQ(cache_->Lookup(Make(1, Range(0, 45))).num_tokens, 42u);
+}
+
 class DcpTest : public RecurrentTest,
                 public ::testing::WithParamInterface<std::uint32_t> {};
 
