@@ -73,7 +73,7 @@ TEST(EventsTest, V21_RunAfterNullSlotNamesItsLogicalParent) {
   internal::GroupTable table{
       .blocks = {blocks[0], kNullBlock, blocks[1], blocks[2]},
       .num_committed_blocks = 2};
-  manager.Commit(table, r, 4);
+  manager.Commit(table, r, 4, {});
   const std::vector<KvEvent> events = pool.events().Take();
   ASSERT_EQ(events.size(), 1u);
   const auto& stored = std::get<BlockStored>(events[0]);

@@ -67,6 +67,17 @@ CacheConfig GenConfig() {
       g.recurrent_mode = RecurrentMode::kAll;
     }
   }
+  // Retention: dense, resend positions only, or one per 1-3 scheduler blocks.
+  switch (*rc::gen::inRange(0, 3)) {
+    case 1:
+      config.retention_interval = 0;
+      break;
+    case 2:
+      config.retention_interval = scheduler_block * *rc::gen::inRange(1u, 4u);
+      break;
+    default:
+      break;
+  }
   return config;
 }
 
@@ -97,6 +108,10 @@ class HybridHarness {
                  << (g.speculation == Speculation::kEagle) << " mode "
                  << static_cast<int>(g.recurrent_mode) << ";";
       }
+      RC_LOG() << " retention "
+               << (config_.retention_interval
+                       ? static_cast<int>(*config_.retention_interval)
+                       : -1);
       RC_LOG() << " tokens " << r.num_tokens() << " hit " << hit.num_tokens
                << " oracle " << expected << "\n";
     }

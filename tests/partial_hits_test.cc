@@ -34,7 +34,7 @@ class PartialHitsTest : public ::testing::Test {
     internal::CopyLog log;
     std::vector<BlockId> placed;
     manager_->AllocateNew(table, {.num_slots = n, .num_main = n}, placed, log);
-    manager_->Commit(table, r, n);
+    manager_->Commit(table, r, n, {});
     return table;
   }
 

@@ -81,6 +81,10 @@ struct CacheConfig {
   // Hash unit: must divide every group's block (after DCP scaling).
   KeySchemeOptions keys = {};
   std::uint32_t dcp = 1;  // decode-context-parallel width
+  // Which window blocks and recurrent states stay keyed after a request.
+  // Unset: all of them (dense). 0: only where a resend of the prompt lands.
+  // R > 0 (a multiple of the scheduler block): also one per R tokens.
+  std::optional<std::uint32_t> retention_interval = std::nullopt;
   PrefixCaching caching = PrefixCaching::kEnabled;
   KvEventMode events = KvEventMode::kDisabled;
   std::uint32_t max_model_len = std::numeric_limits<std::uint32_t>::max();

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -65,6 +66,24 @@ Result<void> ValidateAlignment(const CacheConfig& config) {
         g.dcp_layout == DcpLayout::kSharded && g.kind != GroupKind::kRecurrent;
     scheduler_block = std::lcm(scheduler_block, std::uint64_t{g.block_size} *
                                                     (sharded ? config.dcp : 1));
+  }
+  if (config.retention_interval && *config.retention_interval > 0) {
+    const std::uint32_t r = *config.retention_interval;
+    if (r % scheduler_block != 0) {
+      return Invalid("retention interval " + Num(r) +
+                     " is not a multiple of the scheduler block " +
+                     Num(scheduler_block));
+    }
+    const bool sparse_kind = std::any_of(
+        config.groups.begin(), config.groups.end(), [](const GroupSpec& g) {
+          return g.kind == GroupKind::kSlidingWindow ||
+                 g.kind == GroupKind::kRecurrent;
+        });
+    if (!sparse_kind) {
+      return Invalid(
+          "a retention interval needs a sliding-window or "
+          "recurrent group");
+    }
   }
   for (std::size_t i = 0; i < config.groups.size(); ++i) {
     const GroupSpec& g = config.groups[i];

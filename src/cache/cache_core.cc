@@ -6,6 +6,7 @@
 #include "groups/chunked_local.h"
 #include "groups/full_attention.h"
 #include "groups/recurrent_state.h"
+#include "groups/retention.h"
 #include "groups/sliding_window.h"
 
 namespace hkv::internal {
@@ -162,6 +163,33 @@ std::uint64_t CacheCore::BlocksNeeded(const RequestState* state,
   return need;
 }
 
+std::vector<std::uint32_t> CacheCore::ReplayBoundaries(
+    const Request& request) const {
+  const std::uint32_t prompt = request.num_prompt_tokens();
+  const std::uint32_t resend = prompt > 0 ? prompt - 1 : 0;
+  const bool rewind = geometry_.groups[0].draft_model == DraftRewind::kEagle;
+  const std::uint32_t s = geometry_.scheduler_block;
+  std::vector<std::uint32_t> out;
+  if (geometry_.partial_hits) {
+    for (std::uint32_t a : {geometry_.alignment, s}) {
+      for (std::uint32_t p : ReachablePositions(resend, a, rewind)) {
+        if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+      }
+    }
+    return out;
+  }
+  if (!rewind) return {resend};
+  // A resend rewinds from the aligned block below it; a longer sibling from
+  // the last aligned block of the prompt.
+  const std::uint32_t below_resend = resend / s * s;
+  const std::uint32_t below_prompt = prompt / s * s;
+  out = {below_resend > s ? below_resend - s : 0,
+         below_prompt > s ? below_prompt - s : 0};
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::uint32_t CacheCore::CacheableTokens(std::uint32_t num_tokens,
                                          const GroupGeometry& group) const {
   if (groups_.size() == 1) return num_tokens;
@@ -275,9 +303,10 @@ void CacheCore::Commit(const Request& request,
                 "commit beyond the blocks allocated to the request");
   }
   if (!pool_.caching_enabled()) return;
+  const std::vector<std::uint32_t> replay = ReplayBoundaries(request);
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     groups_[g]->Commit(it->second.tables[g], request,
-                       CacheableTokens(n, groups_[g]->geometry()));
+                       CacheableTokens(n, groups_[g]->geometry()), replay);
   }
 }
 

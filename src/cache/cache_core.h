@@ -84,6 +84,9 @@ class CacheCore {
   std::uint64_t BlocksNeeded(const RequestState* state,
                              const AllocationRequest& args,
                              AllocationDemand demand) const;
+  // Positions a resend of the request's prompt lands on (spec §4.4), which
+  // sparse retention keeps.
+  std::vector<std::uint32_t> ReplayBoundaries(const Request& request) const;
   // Tokens of a commit of `num_tokens` that `group` registers (spec §4.5):
   // hybrids without fine hits register scheduler-block-aligned prefixes.
   std::uint32_t CacheableTokens(std::uint32_t num_tokens,

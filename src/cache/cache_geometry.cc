@@ -117,7 +117,8 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
           .scheduler_block = geometry.scheduler_block,
           .rewind = g.rewind,
           .lookup_rewind = lookup_rewind,
-          .draft_model = draft_model};
+          .draft_model = draft_model,
+          .retention_interval = config.retention_interval};
     }
   }
   return geometry;

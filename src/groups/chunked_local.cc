@@ -33,7 +33,8 @@ GroupHit ChunkedLocalManager::FindLongestHit(const HitQuery& query) const {
 }
 
 void ChunkedLocalManager::Commit(GroupTable& table, const Request& request,
-                                 std::uint32_t num_tokens) {
+                                 std::uint32_t num_tokens,
+                                 std::span<const std::uint32_t> /*replay*/) {
   HKV_DCHECK(num_tokens <= request.num_tokens());
   CommitFullBlocks(table, request, num_tokens);
 }

@@ -28,7 +28,8 @@ class ChunkedLocalManager final : public GroupManager {
 
   // Registers every full block.
   void Commit(GroupTable& table, const Request& request,
-              std::uint32_t num_tokens) override;
+              std::uint32_t num_tokens,
+              std::span<const std::uint32_t> replay) override;
 
  private:
   std::uint32_t chunk_;

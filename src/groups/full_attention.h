@@ -28,7 +28,8 @@ class FullAttentionManager final : public GroupManager {
   // Registers full blocks, then (block != hash unit) the prompt's partial
   // tail entries (spec §3.7.1).
   void Commit(GroupTable& table, const Request& request,
-              std::uint32_t num_tokens) override;
+              std::uint32_t num_tokens,
+              std::span<const std::uint32_t> replay) override;
 
  private:
   bool fine() const { return geometry_.alignment < geometry_.block_size; }

@@ -147,15 +147,17 @@ BlockStored StoredEvent(const Request& request, std::uint32_t first,
 }  // namespace
 
 void GroupManager::CommitFullBlocks(GroupTable& table, const Request& request,
-                                    std::uint32_t num_tokens) {
+                                    std::uint32_t num_tokens,
+                                    const std::vector<bool>& keep) {
   const std::uint32_t b = geometry_.block_size;
   const std::uint32_t full = num_tokens / b;
   HKV_DCHECK(full <= table.blocks.size());
   EventLog& events = pool_.events();
-  std::uint32_t run_start = table.num_committed_blocks;
-  for (std::uint32_t i = table.num_committed_blocks; i < full; ++i) {
+  const std::uint32_t first = table.num_committed_blocks;
+  std::uint32_t run_start = first;
+  for (std::uint32_t i = first; i < full; ++i) {
     const BlockId block = table.blocks[i];
-    if (block == kNullBlock) {
+    if (block == kNullBlock || (!keep.empty() && !keep[i - first])) {
       if (events.enabled() && run_start < i) {
         events.Record(StoredEvent(request, run_start, i, b, geometry_.id));
       }

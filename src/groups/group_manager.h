@@ -37,6 +37,8 @@ struct GroupGeometry {
   DraftRewind lookup_rewind = DraftRewind::kNone;
   // Whether any group feeds a draft model.
   DraftRewind draft_model = DraftRewind::kNone;
+  // Sparse retention (see groups/retention.h); unset: dense.
+  std::optional<std::uint32_t> retention_interval = std::nullopt;
 };
 
 // One lookup of a group kind over the groups that share its spec: a block
@@ -120,10 +122,12 @@ class GroupManager {
   virtual std::uint32_t SkippedTokens(std::uint32_t num_computed) const = 0;
 
   // Registers what the request's first `num_tokens` tokens let later
-  // requests reuse. REQUIRES: num_tokens <= request.num_tokens(), and the
-  // table covers them.
+  // requests reuse; `replay` are the positions a resend of the prompt
+  // lands on, which sparse retention keeps. REQUIRES: num_tokens <=
+  // request.num_tokens(), and the table covers them.
   virtual void Commit(GroupTable& table, const Request& request,
-                      std::uint32_t num_tokens) = 0;
+                      std::uint32_t num_tokens,
+                      std::span<const std::uint32_t> replay) = 0;
 
   // New blocks (plus evictable hit blocks) the allocation would take from
   // the free queue (spec §3.6); more than the pool holds to refuse it.
@@ -182,10 +186,12 @@ class GroupManager {
   // Key of the prefix of `num_tokens` tokens (a multiple of the hash unit).
   PrefixKey UnitKey(std::span<const BlockHash> keys,
                     std::uint32_t num_tokens) const;
-  // Registers the full blocks [committed, num_tokens / b) under their keys;
-  // one BlockStored event per run of consecutive registered blocks.
+  // Registers the full blocks [committed, num_tokens / b) under their keys,
+  // those `keep` marks (all when empty; indexed from the first committed
+  // block); one BlockStored event per run of consecutive registered blocks.
   void CommitFullBlocks(GroupTable& table, const Request& request,
-                        std::uint32_t num_tokens);
+                        std::uint32_t num_tokens,
+                        const std::vector<bool>& keep = {});
   // Registers a partial entry at `boundary` (a multiple of the hash unit
   // inside block `index`) and reports its last unit as stored.
   void CommitPartialEntry(const GroupTable& table, const Request& request,

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "check.h"
+#include "groups/retention.h"
 
 namespace hkv::internal {
 
@@ -208,12 +209,24 @@ void RecurrentStateManager::RemoveSkippedBlocks(GroupTable& table,
 }
 
 void RecurrentStateManager::Commit(GroupTable& table, const Request& request,
-                                   std::uint32_t num_tokens) {
+                                   std::uint32_t num_tokens,
+                                   std::span<const std::uint32_t> replay) {
   HKV_DCHECK(num_tokens <= request.num_tokens());
   const std::uint32_t first = table.num_committed_blocks;
-  CommitFullBlocks(table, request, num_tokens);
-  for (std::uint32_t i = first; i < num_tokens / geometry_.block_size; ++i) {
-    if (table.blocks[i] != kNullBlock) {
+  const std::uint32_t end = num_tokens / geometry_.block_size;
+  // The replay positions already include their rewound neighbours.
+  const std::vector<bool> keep =
+      first < end ? StateRetention({.start = first,
+                                    .end = end,
+                                    .alignment = geometry_.alignment,
+                                    .interval = geometry_.retention_interval,
+                                    .rewind = false,
+                                    .reachable = replay},
+                                   geometry_.block_size)
+                  : std::vector<bool>{};
+  CommitFullBlocks(table, request, num_tokens, keep);
+  for (std::uint32_t i = first; i < end; ++i) {
+    if (table.blocks[i] != kNullBlock && (keep.empty() || keep[i - first])) {
       registered_this_step_.insert(FullBlockKey(request.keys(), i));
     }
   }

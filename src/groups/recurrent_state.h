@@ -51,7 +51,8 @@ class RecurrentStateManager final : public GroupManager {
   // Registers full blocks (states at block ends) and, at the prompt's
   // checkpoint, a partial entry.
   void Commit(GroupTable& table, const Request& request,
-              std::uint32_t num_tokens) override;
+              std::uint32_t num_tokens,
+              std::span<const std::uint32_t> replay) override;
 
   void StartStep() override { registered_this_step_.clear(); }
 

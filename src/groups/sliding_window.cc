@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "check.h"
+#include "groups/retention.h"
 
 namespace hkv::internal {
 
@@ -134,9 +135,21 @@ GroupHit SlidingWindowManager::FindFine(const HitQuery& query) const {
 }
 
 void SlidingWindowManager::Commit(GroupTable& table, const Request& request,
-                                  std::uint32_t num_tokens) {
+                                  std::uint32_t num_tokens,
+                                  std::span<const std::uint32_t> replay) {
   HKV_DCHECK(num_tokens <= request.num_tokens());
-  CommitFullBlocks(table, request, num_tokens);
+  const std::uint32_t end = num_tokens / geometry_.block_size;
+  if (table.num_committed_blocks < end) {
+    const std::vector<bool> keep =
+        WindowRetention({.start = table.num_committed_blocks,
+                         .end = end,
+                         .alignment = geometry_.alignment,
+                         .interval = geometry_.retention_interval,
+                         .rewind = geometry_.rewind == DraftRewind::kEagle,
+                         .reachable = replay},
+                        geometry_.block_size, window_);
+    CommitFullBlocks(table, request, num_tokens, keep);
+  }
   if (geometry_.alignment < geometry_.block_size) {
     CommitPartialTail(table, request, num_tokens);
   }

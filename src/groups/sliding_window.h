@@ -34,7 +34,8 @@ class SlidingWindowManager final : public GroupManager {
   // Registers every full block (dense retention), then, when hits may end
   // inside blocks, the prompt's partial tail.
   void Commit(GroupTable& table, const Request& request,
-              std::uint32_t num_tokens) override;
+              std::uint32_t num_tokens,
+              std::span<const std::uint32_t> replay) override;
 
  private:
   GroupHit FindBlockAligned(const HitQuery& query) const;
