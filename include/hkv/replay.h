@@ -59,6 +59,8 @@ struct ReplayOptions {
   std::uint32_t dcp = 1;  // decode-context-parallel width
   // The scheduler's token budget per step: the largest prefill chunk.
   std::uint32_t max_num_batched_tokens = 8192;
+  // CacheConfig::retention_interval: unset dense, 0 resend positions only.
+  std::optional<std::uint32_t> retention_interval = std::nullopt;
   // Called with (requests done, total) after every 1000 requests and once at
   // the end. Empty: no calls.
   std::function<void(std::size_t done, std::size_t total)> progress = {};

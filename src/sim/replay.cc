@@ -57,7 +57,8 @@ CacheConfig ConfigOf(const ReplayOptions& options) {
           .num_blocks = 2,
           .keys = {.function = options.key_function,
                    .hash_unit = EffectiveHashUnit(options)},
-          .dcp = options.dcp};
+          .dcp = options.dcp,
+          .retention_interval = options.retention_interval};
 }
 
 // The old single-group checks keep their messages; group lists are judged

@@ -23,6 +23,7 @@ struct ReplayCommandOptions {
   std::string groups;
   std::uint32_t dcp = 1;
   std::uint32_t max_batched_tokens = 8192;
+  std::optional<std::uint32_t> retention_interval = std::nullopt;
   bool json = false;
 };
 

@@ -113,6 +113,9 @@ void RegisterReplay(CLI::App& app) {
                   "Token budget per step: prompts are computed in chunks of "
                   "at most this many tokens")
       ->capture_default_str();
+  sub->add_option("--retention-interval", options->retention_interval,
+                  "Keep window blocks and recurrent states only where a "
+                  "resend lands (0) or also one per N tokens (default: all)");
   sub->add_option("--hash-unit", options->hash_unit,
                   "Tokens per prefix key; must divide every block (0: the "
                   "smallest block)")
@@ -149,6 +152,7 @@ int RunReplay(const ReplayCommandOptions& options) {
                .groups = std::move(*groups),
                .dcp = options.dcp,
                .max_num_batched_tokens = options.max_batched_tokens,
+               .retention_interval = options.retention_interval,
                .progress = [start](std::size_t done, std::size_t total) {
                  // Quick runs stay quiet; long ones show they are alive.
                  if (Seconds(start) >= 1.0) {
