@@ -131,6 +131,41 @@ TEST(CacheManagerTest, HitReKeyedUnderAnotherPrefixIsRefused) {
                UsageError);
 }
 
+TEST(CacheManagerTest, EmptyHitAdoptsNothing) {
+  CacheManager cache = Make(4, 4, 10);
+  const Request r({.id = RequestId{0}}, Range(0, 8), cache.key_scheme());
+  const CacheHit none;
+  const std::optional<NewBlocks> placed =
+      cache.Allocate(r, {.num_new_tokens = 8, .hit = &none});
+  ASSERT_TRUE(placed);
+  EXPECT_EQ(placed->blocks[0].size(), 2u);
+}
+
+TEST(CacheManagerTest, ComputedTokensBeyondTheBlocksAreRefused) {
+  CacheManager cache = Make(4, 4, 10);
+  Request r({.id = RequestId{0}}, Range(0, 8), cache.key_scheme());
+  ASSERT_TRUE(cache.Allocate(r, {.num_new_tokens = 4}));
+  r.AppendTokens(Range(100, 140));
+  EXPECT_THROW(
+      (void)cache.Allocate(r, {.num_computed_tokens = 40, .num_new_tokens = 1}),
+      UsageError);
+  EXPECT_EQ(cache.num_free_blocks(), 8u);
+}
+
+TEST(CacheManagerTest, RecurrentBlocksAreNeverScaledByDcp) {
+  const CacheConfig config{
+      .groups = {{.block_size = 4},
+                 {.kind = GroupKind::kRecurrent, .block_size = 2}},
+      .num_blocks = 10,
+      .keys = {.hash_unit = 4},
+      .dcp = 2};
+  EXPECT_THAT(
+      config.Validate().error().message,
+      HasSubstr("block size 2 is not a positive multiple of the hash unit 4"));
+  EXPECT_EQ(TokensPerBlock(config.groups[0], 2), 8u);
+  EXPECT_EQ(TokensPerBlock(config.groups[1], 2), 2u);
+}
+
 TEST(CacheManagerTest, RequestsThatSkipReadingAreNotCounted) {
   CacheManager cache = Make(16, 16, 5);
   const Request r({.id = RequestId{0}, .cache_read = CacheRead::kSkipped},

@@ -98,6 +98,20 @@ TEST(PrefillSplitTest, V35_StopsAtTheSharedPrefixJunction) {
             32u);
 }
 
+// Attention blocks finer than the recurrent ones: chunks still end on
+// recurrent block boundaries, or a state block would be keyed at its end
+// while holding an earlier chunk's state.
+TEST(PrefillSplitTest, ChunksEndOnRecurrentBlocks) {
+  Result<CacheManager> cache = CacheManager::Create(
+      {.groups = {{.block_size = 2},
+                  {.kind = GroupKind::kRecurrent, .block_size = 4}},
+       .num_blocks = 40,
+       .keys = {.hash_unit = 2}});
+  ASSERT_TRUE(cache.has_value());
+  EXPECT_EQ(Chunks(*cache, 16, {.max_num_scheduled_tokens = 6}),
+            (std::vector<std::uint32_t>{4, 4, 4, 2, 2}));
+}
+
 TEST(PrefillSplitTest, AttentionOnlyModelsAreNotSplit) {
   Result<CacheManager> cache =
       CacheManager::Create({.groups = {{.block_size = 512}},

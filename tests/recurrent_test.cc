@@ -375,6 +375,51 @@ TEST_F(RecurrentTest, V71_DraftWindowProvesOneUnitPastTheHit) {
   EXPECT_EQ(cache_->Lookup(Make(1, Range(0, 45))).num_tokens, 42u);
 }
 
+// A chunk ending inside a state block leaves that block's end unproven: the
+// next chunk's commit keys only the state it wrote.
+TEST_F(RecurrentTest, BlocksSkippedByAChunkAreNotKeyed) {
+  Build({Full(2), State(4)}, 2, 40);
+  const Request r = Make(0, Range(0, 16));
+  ASSERT_TRUE(Schedule(r, 0, 6));  // the state at 6 sits in block 1
+  NextStep();
+  ASSERT_TRUE(Schedule(r, 6, 6));  // block 2 holds the state at 12
+  NextStep();
+  const auto table = cache_->block_table(r.id(), GroupId{1});
+  EXPECT_NE(Tokens(table[1]), 8u);  // never held the state at 8
+  EXPECT_EQ(Tokens(table[2]), 12u);
+  // No state at 8 (nor at 6, which is not the prompt's checkpoint): a
+  // follower sharing 8 tokens has nothing to resume from.
+  EXPECT_EQ(
+      cache_->Lookup(Make(1, Concat(Range(0, 8), Repeat(99, 3)))).num_tokens,
+      0u);
+}
+
+// Under resend-only retention the state at a shared-prefix junction, where
+// the split stopped for the siblings, is kept.
+TEST_F(RecurrentTest, JunctionStateIsKeptUnderResendOnlyRetention) {
+  cache_ = std::make_unique<internal::CacheCore>(
+      CacheConfig{.groups = {Full(16), State(16)},
+                  .num_blocks = 60,
+                  .keys = {.hash_unit = 16},
+                  .retention_interval = 0});
+  ASSERT_TRUE(Schedule(Make(0, Range(0, 48)), 0, 48));
+  NextStep();
+  const Request r1 = Make(1, Concat(Range(0, 32), Repeat(7, 64)));
+  const CacheHit hit = cache_->Lookup(r1);
+  ASSERT_EQ(hit.num_tokens, 0u);
+  ASSERT_EQ(hit.shared_prefix_boundary, 32u);
+  const std::uint32_t first = cache_->SplitPrefill(
+      r1, {.num_new_tokens = 96, .shared_prefix_boundary = 32});
+  ASSERT_EQ(first, 32u);
+  ASSERT_TRUE(Schedule(r1, 0, 32, &hit));
+  NextStep();
+  ASSERT_TRUE(Schedule(r1, 32, 64));
+  NextStep();
+  EXPECT_EQ(
+      cache_->Lookup(Make(2, Concat(Range(0, 32), Repeat(8, 5)))).num_tokens,
+      32u);
+}
+
 class DcpTest : public RecurrentTest,
                 public ::testing::WithParamInterface<std::uint32_t> {};
 

@@ -72,6 +72,10 @@ struct GroupSpec {
   std::uint32_t speculative_blocks = 0;  // kRecurrent
 };
 
+// Tokens one block of `group` covers: block_size times the DCP width for
+// sharded attention groups; recurrent states are never sharded.
+std::uint64_t TokensPerBlock(const GroupSpec& group, std::uint32_t dcp);
+
 enum class PrefixCaching { kEnabled, kDisabled };
 enum class KvEventMode { kDisabled, kEnabled };
 
@@ -130,6 +134,9 @@ struct AllocationRequest {
   std::uint32_t num_new_tokens = 0;
   // Extra slots for speculative tokens, beyond num_new_tokens.
   std::uint32_t num_lookahead_tokens = 0;
+  // Of num_computed_tokens, those scheduled in steps whose results are not
+  // back yet (async scheduling): blocks they read are not released.
+  std::uint32_t num_in_flight_tokens = 0;
   // The request's lookup result to adopt; only on its first allocation.
   // Nullable.
   const CacheHit* hit = nullptr;

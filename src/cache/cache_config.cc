@@ -16,11 +16,13 @@ std::string Num(std::uint64_t n) { return std::to_string(n); }
 Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
                            const CacheConfig& config) {
   const std::string name = "group " + Num(index) + ": ";
-  const bool sharded =
-      group.dcp_layout == DcpLayout::kSharded && config.dcp > 1;
-  const std::uint64_t block =
-      std::uint64_t{group.block_size} * (sharded ? config.dcp : 1);
+  const bool sharded = TokensPerBlock(group, config.dcp) != group.block_size;
+  const std::uint64_t block = TokensPerBlock(group, config.dcp);
   const std::uint32_t unit = config.keys.hash_unit;
+  if (block > 0xffffffffu) {
+    return Invalid(name + "block of " + Num(block) +
+                   " tokens exceeds 2^32 - 1");
+  }
   if (group.block_size == 0 || block % unit != 0) {
     return Invalid(name + "block size " + Num(block) +
                    " is not a positive multiple of the hash unit " + Num(unit));
@@ -110,6 +112,12 @@ Result<void> ValidateAlignment(const CacheConfig& config) {
 }
 
 }  // namespace
+
+std::uint64_t TokensPerBlock(const GroupSpec& group, std::uint32_t dcp) {
+  const bool sharded = group.dcp_layout == DcpLayout::kSharded &&
+                       group.kind != GroupKind::kRecurrent;
+  return std::uint64_t{group.block_size} * (sharded ? dcp : 1);
+}
 
 Result<void> CacheConfig::Validate() const {
   if (groups.empty()) return Invalid("a cache needs at least one group");

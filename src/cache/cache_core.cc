@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
+#include "cache/commit_rules.h"
 #include "check.h"
 #include "groups/chunked_local.h"
 #include "groups/full_attention.h"
 #include "groups/recurrent_state.h"
-#include "groups/retention.h"
 #include "groups/sliding_window.h"
 
 namespace hkv::internal {
@@ -115,13 +115,17 @@ CacheHit CacheCore::Lookup(const Request& request) const {
 
 void CacheCore::CheckAllocation(const Request& request,
                                 const AllocationRequest& args,
-                                bool running) const {
+                                const RequestState* state) const {
+  const bool running = state != nullptr;
   HKV_REQUIRE(request.key_scheme() == scheme_,
               "request keyed with a different key scheme than the cache");
   const CacheHit* hit = args.hit;
   HKV_REQUIRE(
       args.num_new_tokens > 0 || (hit != nullptr && hit->num_tokens > 0),
       "an allocation needs new tokens or a hit");
+  HKV_REQUIRE(
+      !running || args.num_computed_tokens <= state->num_slots,
+      "num_computed_tokens beyond the tokens the request's blocks cover");
   if (hit == nullptr || hit->num_tokens == 0) return;
   HKV_REQUIRE(!running,
               "a hit can only be adopted by a request that holds no blocks");
@@ -150,68 +154,28 @@ void CacheCore::CheckAllocation(const Request& request,
 }
 
 std::uint64_t CacheCore::BlocksNeeded(const RequestState* state,
-                                      const AllocationRequest& args,
+                                      const CacheHit* hit,
                                       AllocationDemand demand) const {
   static const GroupTable kEmptyTable;
   std::uint64_t need = 0;
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     const GroupTable& table = state ? state->tables[g] : kEmptyTable;
     demand.hit = {};
-    if (args.hit != nullptr) demand.hit = args.hit->blocks[g];
+    if (hit != nullptr) demand.hit = hit->blocks[g];
     need += groups_[g]->NumBlocksToAllocate(table, demand);
   }
   return need;
-}
-
-std::vector<std::uint32_t> CacheCore::ReplayBoundaries(
-    const Request& request) const {
-  const std::uint32_t prompt = request.num_prompt_tokens();
-  const std::uint32_t resend = prompt > 0 ? prompt - 1 : 0;
-  const bool rewind = geometry_.groups[0].draft_model == DraftRewind::kEagle;
-  const std::uint32_t s = geometry_.scheduler_block;
-  std::vector<std::uint32_t> out;
-  if (geometry_.partial_hits) {
-    for (std::uint32_t a : {geometry_.alignment, s}) {
-      for (std::uint32_t p : ReachablePositions(resend, a, rewind)) {
-        if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
-      }
-    }
-    return out;
-  }
-  if (!rewind) return {resend};
-  // A resend rewinds from the aligned block below it; a longer sibling from
-  // the last aligned block of the prompt.
-  const std::uint32_t below_resend = resend / s * s;
-  const std::uint32_t below_prompt = prompt / s * s;
-  out = {below_resend > s ? below_resend - s : 0,
-         below_prompt > s ? below_prompt - s : 0};
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-std::uint32_t CacheCore::CacheableTokens(std::uint32_t num_tokens,
-                                         const GroupGeometry& group) const {
-  if (groups_.size() == 1) return num_tokens;
-  const auto aligned = [this](std::uint32_t n) {
-    return geometry_.partial_hits
-               ? n
-               : n / geometry_.scheduler_block * geometry_.scheduler_block;
-  };
-  const std::uint32_t cacheable = aligned(num_tokens);
-  // A rewinding group's lookups prove one block past the aligned point.
-  if (group.rewind == DraftRewind::kEagle && cacheable > 0) {
-    return std::min(num_tokens, aligned(num_tokens) + group.block_size);
-  }
-  return cacheable;
 }
 
 std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
                                              const AllocationRequest& args) {
   auto it = requests_.find(request.id());
   const bool running = it != requests_.end();
-  CheckAllocation(request, args, running);
-  const std::uint32_t hit_tokens = args.hit ? args.hit->num_tokens : 0;
+  CheckAllocation(request, args, running ? &it->second : nullptr);
+  // A hit of no tokens adopts nothing.
+  const CacheHit* hit =
+      args.hit != nullptr && args.hit->num_tokens > 0 ? args.hit : nullptr;
+  const std::uint32_t hit_tokens = hit ? hit->num_tokens : 0;
   const std::uint32_t num_local = args.num_computed_tokens + hit_tokens;
   const std::uint32_t total = std::min(num_local, config_.max_model_len);
   const std::uint32_t num_main = CheckedCount(
@@ -223,16 +187,20 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
       .num_main = num_main,
       .num_local_computed = num_local};
   if (running) {
+    // Blocks still read by in-flight steps stay.
+    const std::uint32_t processed = total > args.num_in_flight_tokens
+                                        ? total - args.num_in_flight_tokens
+                                        : 0;
     for (std::size_t g = 0; g < groups_.size(); ++g) {
-      groups_[g]->RemoveSkippedBlocks(it->second.tables[g], total);
+      groups_[g]->RemoveSkippedBlocks(it->second.tables[g], processed);
     }
   }
-  if (BlocksNeeded(running ? &it->second : nullptr, args, demand) >
-      pool_.num_free_blocks()) {
-    return std::nullopt;
-  }
+  const std::uint64_t need =
+      BlocksNeeded(running ? &it->second : nullptr, hit, demand);
+  if (need > pool_.num_free_blocks()) return std::nullopt;
   if (!running) it = Admit(request, args.hit);
-  return Place(it->second, args, demand);
+  it->second.num_slots = std::max(it->second.num_slots, demand.num_slots);
+  return Place(it->second, hit, demand, need);
 }
 
 void CacheCore::CountMiss(const CacheHit& hit) {
@@ -261,6 +229,9 @@ absl::flat_hash_map<RequestId, CacheCore::RequestState>::iterator
 CacheCore::Admit(const Request& request, const CacheHit* hit) {
   auto it = requests_.emplace(request.id(), RequestState{}).first;
   it->second.tables.resize(groups_.size());
+  if (hit != nullptr) {
+    it->second.shared_prefix_boundary = hit->shared_prefix_boundary;
+  }
   if (pool_.caching_enabled() && request.cache_read() == CacheRead::kAllowed) {
     ++stats_.requests;
     stats_.queries += request.num_tokens();
@@ -272,13 +243,15 @@ CacheCore::Admit(const Request& request, const CacheHit* hit) {
   return it;
 }
 
-NewBlocks CacheCore::Place(RequestState& state, const AllocationRequest& args,
-                           const AllocationDemand& demand) {
+NewBlocks CacheCore::Place(RequestState& state, const CacheHit* hit,
+                           const AllocationDemand& demand,
+                           std::uint64_t predicted) {
+  const std::uint32_t free_before = pool_.num_free_blocks();
   // Every group adopts its hit before any group allocates, so one group's
   // allocation cannot evict another group's hit blocks.
-  if (args.hit != nullptr && args.hit->num_tokens > 0) {
+  if (hit != nullptr) {
     for (std::size_t g = 0; g < groups_.size(); ++g) {
-      groups_[g]->AdoptHit(state.tables[g], args.hit->blocks[g],
+      groups_[g]->AdoptHit(state.tables[g], hit->blocks[g],
                            demand.num_local_computed);
     }
   }
@@ -288,6 +261,10 @@ NewBlocks CacheCore::Place(RequestState& state, const AllocationRequest& args,
     groups_[g]->AllocateNew(state.tables[g], demand, placed.blocks[g],
                             pending_copies_);
   }
+  // The predictors and the allocators agree: allocations are all or nothing.
+  HKV_DCHECK(free_before - pool_.num_free_blocks() == predicted);
+  static_cast<void>(free_before);
+  static_cast<void>(predicted);
   return placed;
 }
 
@@ -303,10 +280,12 @@ void CacheCore::Commit(const Request& request,
                 "commit beyond the blocks allocated to the request");
   }
   if (!pool_.caching_enabled()) return;
-  const std::vector<std::uint32_t> replay = ReplayBoundaries(request);
+  const std::vector<std::uint32_t> replay =
+      ReplayBoundaries(geometry_, request, it->second.shared_prefix_boundary);
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     groups_[g]->Commit(it->second.tables[g], request,
-                       CacheableTokens(n, groups_[g]->geometry()), replay);
+                       CacheableTokens(geometry_, n, groups_[g]->geometry()),
+                       replay);
   }
 }
 

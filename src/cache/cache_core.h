@@ -67,11 +67,15 @@ class CacheCore {
  private:
   struct RequestState {
     std::vector<GroupTable> tables;  // one per group
+    std::uint32_t num_slots = 0;     // tokens the tables cover
+    // Where the admission lookup saw a longer prefix in some group than the
+    // hit; sparse retention keeps what lands there.
+    std::uint32_t shared_prefix_boundary = 0;
   };
 
   std::uint32_t MaxHitLength(const Request& request) const;
   void CheckAllocation(const Request& request, const AllocationRequest& args,
-                       bool running) const;
+                       const RequestState* state) const;
   // Starts tracking a request (and counts its admission).
   absl::flat_hash_map<RequestId, RequestState>::iterator Admit(
       const Request& request, const CacheHit* hit);
@@ -79,18 +83,11 @@ class CacheCore {
   MissCause MissCauseOf(const CommonHit& common,
                         std::span<const BlockHash> keys) const;
   // Adopts the hit in every group, then allocates in every group.
-  NewBlocks Place(RequestState& state, const AllocationRequest& args,
-                  const AllocationDemand& demand);
-  std::uint64_t BlocksNeeded(const RequestState* state,
-                             const AllocationRequest& args,
+  // `predicted` is what BlocksNeeded counted.
+  NewBlocks Place(RequestState& state, const CacheHit* hit,
+                  const AllocationDemand& demand, std::uint64_t predicted);
+  std::uint64_t BlocksNeeded(const RequestState* state, const CacheHit* hit,
                              AllocationDemand demand) const;
-  // Positions a resend of the request's prompt lands on (spec §4.4), which
-  // sparse retention keeps.
-  std::vector<std::uint32_t> ReplayBoundaries(const Request& request) const;
-  // Tokens of a commit of `num_tokens` that `group` registers (spec §4.5):
-  // hybrids without fine hits register scheduler-block-aligned prefixes.
-  std::uint32_t CacheableTokens(std::uint32_t num_tokens,
-                                const GroupGeometry& group) const;
 
   CacheConfig config_;
   KeyScheme scheme_;

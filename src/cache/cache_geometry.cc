@@ -6,12 +6,9 @@
 namespace hkv::internal {
 namespace {
 
-// Recurrent states are never sharded.
+// Validated configs keep every block below 2^32 tokens.
 std::uint32_t ScaledBlock(const GroupSpec& spec, std::uint32_t dcp) {
-  return spec.dcp_layout == DcpLayout::kSharded &&
-                 spec.kind != GroupKind::kRecurrent
-             ? spec.block_size * dcp
-             : spec.block_size;
+  return static_cast<std::uint32_t>(TokensPerBlock(spec, dcp));
 }
 
 bool SameSpec(const GroupSpec& a, const GroupSpec& b, std::uint32_t dcp) {

@@ -1,6 +1,7 @@
 #include "cache/prefill_split.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "groups/recurrent_state.h"
 
@@ -10,18 +11,23 @@ SplitRules MakeSplitRules(const CacheConfig& config,
                           const CacheGeometry& geometry) {
   SplitRules rules;
   const GroupSpec* attention = nullptr;
+  std::uint32_t states = 1;  // lcm of the aligned recurrent blocks
   for (const GroupSpec& g : config.groups) {
     if (g.kind == GroupKind::kRecurrent &&
         g.recurrent_mode == RecurrentMode::kAlign) {
       rules.applies = true;
+      states = std::lcm(states, g.block_size);
     }
     if (attention == nullptr && g.kind == GroupKind::kFullAttention) {
       attention = &g;
     }
   }
-  // The configured page: the full-attention block per rank, else the first
-  // group's.
-  rules.block = (attention ? *attention : config.groups[0]).block_size;
+  // The configured page (the full-attention block per rank, else the first
+  // group's), and a multiple of every aligned recurrent block: a chunk that
+  // ended inside a state block would leave that block holding a state from
+  // before its end.
+  rules.block =
+      std::lcm((attention ? *attention : config.groups[0]).block_size, states);
   rules.hash_unit = config.keys.hash_unit;
   rules.fine =
       geometry.partial_hits && config.keys.hash_unit < geometry.scheduler_block;
@@ -42,7 +48,7 @@ std::uint32_t Checkpoint(std::uint32_t n, std::uint32_t unit,
 
 std::uint32_t SplitPrefill(const SplitRules& rules, const SplitInput& input) {
   const PrefillChunk& chunk = input.chunk;
-  if (!rules.applies) return chunk.num_new_tokens;
+  if (!rules.applies || input.num_tokens == 0) return chunk.num_new_tokens;
   const std::uint32_t b = rules.block;
   const std::uint32_t start = chunk.num_computed_tokens;
   std::uint32_t end = start + chunk.num_new_tokens;

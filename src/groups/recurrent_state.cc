@@ -215,7 +215,7 @@ void RecurrentStateManager::Commit(GroupTable& table, const Request& request,
   const std::uint32_t first = table.num_committed_blocks;
   const std::uint32_t end = num_tokens / geometry_.block_size;
   // The replay positions already include their rewound neighbours.
-  const std::vector<bool> keep =
+  std::vector<bool> keep =
       first < end ? StateRetention({.start = first,
                                     .end = end,
                                     .alignment = geometry_.alignment,
@@ -224,6 +224,15 @@ void RecurrentStateManager::Commit(GroupTable& table, const Request& request,
                                     .reachable = replay},
                                    geometry_.block_size)
                   : std::vector<bool>{};
+  if (aligned() && first < end) {
+    // Only the chunk that ends here left a state; a block it skipped over
+    // still holds whatever an earlier chunk wrote.
+    if (keep.empty()) keep.assign(end - first, true);
+    const bool ends_on_block = num_tokens % geometry_.block_size == 0;
+    for (std::uint32_t i = first; i < end; ++i) {
+      keep[i - first] = keep[i - first] && ends_on_block && i + 1 == end;
+    }
+  }
   CommitFullBlocks(table, request, num_tokens, keep);
   for (std::uint32_t i = first; i < end; ++i) {
     if (table.blocks[i] != kNullBlock && (keep.empty() || keep[i - first])) {

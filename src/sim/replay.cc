@@ -26,14 +26,8 @@ std::vector<GroupSpec> GroupsOf(const ReplayOptions& options) {
   return {{.block_size = options.block_size}};
 }
 
-// Tokens one block of `spec` covers: the cache's geometry rule (sharded
-// attention pages hold block_size tokens on each of `dcp` ranks; recurrent
-// states are never sharded).
 std::uint32_t ScaledBlock(const GroupSpec& spec, std::uint32_t dcp) {
-  return spec.dcp_layout == DcpLayout::kSharded &&
-                 spec.kind != GroupKind::kRecurrent
-             ? spec.block_size * dcp
-             : spec.block_size;
+  return static_cast<std::uint32_t>(TokensPerBlock(spec, dcp));
 }
 
 std::uint32_t EffectiveHashUnit(const ReplayOptions& options) {

@@ -1,0 +1,71 @@
+#include "cache/commit_rules.h"
+
+#include <algorithm>
+
+#include "groups/retention.h"
+
+namespace hkv::internal {
+
+std::vector<std::uint32_t> ResendBoundaries(const CacheGeometry& geometry,
+                                            const Request& request) {
+  const std::uint32_t prompt = request.num_prompt_tokens();
+  const std::uint32_t resend = prompt > 0 ? prompt - 1 : 0;
+  const bool rewind = geometry.groups[0].draft_model == DraftRewind::kEagle;
+  const std::uint32_t s = geometry.scheduler_block;
+  std::vector<std::uint32_t> out;
+  if (geometry.partial_hits) {
+    for (std::uint32_t a : {geometry.alignment, s}) {
+      for (std::uint32_t p : ReachablePositions(resend, a, rewind)) {
+        if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+      }
+    }
+    return out;
+  }
+  if (!rewind) return {resend};
+  // A resend rewinds from the aligned block below it; a longer sibling from
+  // the last aligned block of the prompt.
+  const std::uint32_t below_resend = resend / s * s;
+  const std::uint32_t below_prompt = prompt / s * s;
+  out = {below_resend > s ? below_resend - s : 0,
+         below_prompt > s ? below_prompt - s : 0};
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<std::uint32_t> ReplayBoundaries(const CacheGeometry& geometry,
+                                            const Request& request,
+                                            std::uint32_t junction) {
+  std::vector<std::uint32_t> out = ResendBoundaries(geometry, request);
+  if (junction == 0) return out;
+  // The junction where a sibling's prefix ends, at both alignments (spec
+  // §3.5): the state a chunk stopping there leaves serves the siblings.
+  const bool rewind = geometry.groups[0].draft_model == DraftRewind::kEagle;
+  for (std::uint32_t a : {geometry.alignment, geometry.scheduler_block}) {
+    for (std::uint32_t p : ReachablePositions(junction, a, rewind)) {
+      if (p > 0 && std::find(out.begin(), out.end(), p) == out.end()) {
+        out.push_back(p);
+      }
+    }
+  }
+  return out;
+}
+
+std::uint32_t CacheableTokens(const CacheGeometry& geometry,
+                              std::uint32_t num_tokens,
+                              const GroupGeometry& group) {
+  if (geometry.groups.size() == 1) return num_tokens;
+  const auto aligned = [&geometry](std::uint32_t n) {
+    return geometry.partial_hits
+               ? n
+               : n / geometry.scheduler_block * geometry.scheduler_block;
+  };
+  const std::uint32_t cacheable = aligned(num_tokens);
+  // A rewinding group's lookups prove one block past the aligned point.
+  if (group.rewind == DraftRewind::kEagle && cacheable > 0) {
+    return std::min(num_tokens, aligned(num_tokens) + group.block_size);
+  }
+  return cacheable;
+}
+
+}  // namespace hkv::internal

@@ -1,0 +1,34 @@
+// What a commit registers beyond full attention's blocks (spec §4.4,
+// §4.5): where sparse retention must keep states and window blocks, and how
+// many tokens each group registers.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cache/cache_geometry.h"
+#include "hkv/request.h"
+
+namespace hkv::internal {
+
+// Where a resend of the request's prompt lands: P - 1 at the alignment and
+// at the scheduler block (and one unit lower each when lookups rewind).
+std::vector<std::uint32_t> ResendBoundaries(const CacheGeometry& geometry,
+                                            const Request& request);
+
+// The resend positions, plus the shared-prefix junction (0: none) at both
+// alignments: positions sparse retention keeps.
+std::vector<std::uint32_t> ReplayBoundaries(const CacheGeometry& geometry,
+                                            const Request& request,
+                                            std::uint32_t junction);
+
+// Of a commit of `num_tokens`, the tokens `group` registers: all of them, or
+// in hybrids without fine hits the scheduler-block-aligned prefix (one block
+// more for rewinding groups, whose lookups prove one block past it).
+std::uint32_t CacheableTokens(const CacheGeometry& geometry,
+                              std::uint32_t num_tokens,
+                              const GroupGeometry& group);
+
+}  // namespace hkv::internal
