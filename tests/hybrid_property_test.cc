@@ -100,18 +100,7 @@ class HybridHarness {
     const testing::HybridOracle oracle(config_, cache_.pool());
     const std::uint32_t expected = oracle.Hit(r);
     if (hit.num_tokens != expected) {
-      RC_LOG() << "hash unit " << config_.keys.hash_unit << "; groups:";
-      for (const GroupSpec& g : config_.groups) {
-        RC_LOG() << " kind " << static_cast<int>(g.kind) << " b "
-                 << g.block_size << " W " << g.sliding_window << " C "
-                 << g.chunk_size << " eagle "
-                 << (g.speculation == Speculation::kEagle) << " mode "
-                 << static_cast<int>(g.recurrent_mode) << ";";
-      }
-      RC_LOG() << " retention "
-               << (config_.retention_interval
-                       ? static_cast<int>(*config_.retention_interval)
-                       : -1);
+      Describe();
       RC_LOG() << " tokens " << r.num_tokens() << " hit " << hit.num_tokens
                << " oracle " << expected << "\n";
     }
@@ -142,8 +131,8 @@ class HybridHarness {
                       r, {.num_computed_tokens = done, .num_new_tokens = n});
       if (!placed) break;
       first = false;
+      EndStep(r, done, done + n);
       done += n;
-      EndStep(r, done);
     }
     if (first) return;
     live_.emplace(static_cast<std::uint64_t>(r.id()), Live{std::move(r), done});
@@ -158,11 +147,12 @@ class HybridHarness {
                                         .num_new_tokens = n})) {
       return;
     }
+    EndStep(live.request, live.computed, live.computed + n);
     live.computed += n;
-    EndStep(live.request, live.computed);
   }
 
   void Free(std::uint64_t key) {
+    RC_LOG() << "free " << key << "\n";
     cache_.Free(live_.at(key).request.id());
     live_.erase(key);
   }
@@ -178,17 +168,100 @@ class HybridHarness {
   const internal::CacheCore& cache() const { return cache_; }
 
  private:
-  void EndStep(const Request& r, std::uint32_t computed) {
-    cache_.TakeCopies();
-    cache_.Commit(r, computed);
+  // One step: the copies run, the model computes tokens [start, end) of
+  // `r` (recurrent kernels leave the states this records), the cache
+  // commits. Every key of a recurrent block must name the state it holds.
+  void EndStep(const Request& r, std::uint32_t start, std::uint32_t end) {
+    RC_LOG() << "step: request " << static_cast<std::uint64_t>(r.id()) << " of "
+             << r.num_tokens() << " tokens computes [" << start << ", " << end
+             << ")\n";
+    for (const BlockCopy& copy : cache_.TakeCopies()) {
+      if (!IsRecurrent(copy.group)) continue;
+      auto from = states_.find(ToIndex(copy.source));
+      if (from == states_.end()) {
+        states_.erase(ToIndex(copy.destination));
+      } else {
+        states_[ToIndex(copy.destination)] = from->second;
+      }
+    }
+    for (std::uint32_t g = 0; g < config_.groups.size(); ++g) {
+      if (IsRecurrent(GroupId{g})) RecordStates(r, GroupId{g}, start, end);
+    }
+    cache_.Commit(r, end);
     cache_.FinishStep();
     RC_ASSERT(cache_.CheckInvariants());
+    CheckStates();
+  }
+
+  void Describe() const {
+    RC_LOG() << "hash unit " << config_.keys.hash_unit << "; groups:";
+    for (const GroupSpec& g : config_.groups) {
+      RC_LOG() << " kind " << static_cast<int>(g.kind) << " b " << g.block_size
+               << " W " << g.sliding_window << " C " << g.chunk_size
+               << " eagle " << (g.speculation == Speculation::kEagle)
+               << " mode " << static_cast<int>(g.recurrent_mode) << ";";
+    }
+    RC_LOG() << " retention "
+             << (config_.retention_interval
+                     ? static_cast<int>(*config_.retention_interval)
+                     : -1)
+             << "\n";
+  }
+
+  bool IsRecurrent(GroupId g) const {
+    return config_.groups[ToIndex(g)].kind == GroupKind::kRecurrent;
+  }
+
+  static std::optional<BlockHash> KeyAt(const Request& r, std::uint32_t p) {
+    const std::uint32_t unit = r.key_scheme().hash_unit;
+    if (p == 0 || p % unit != 0 || p / unit > r.keys().size()) return {};
+    return r.keys()[p / unit - 1];
+  }
+
+  void RecordStates(const Request& r, GroupId g, std::uint32_t start,
+                    std::uint32_t end) {
+    const std::span<const BlockId> table = cache_.block_table(r.id(), g);
+    const std::uint32_t b = cache_.geometry(g).block_size;
+    const auto record = [&](std::uint32_t index, std::uint32_t position) {
+      if (index < table.size() && table[index] != kNullBlock) {
+        states_[ToIndex(table[index])] = KeyAt(r, position);
+      }
+    };
+    if (config_.groups[ToIndex(g)].recurrent_mode == RecurrentMode::kAll) {
+      for (std::uint32_t p = (start / b + 1) * b; p <= end; p += b) {
+        record(p / b - 1, p);
+      }
+    }
+    // The chunk's end state lives in the block for its position.
+    record((end + b - 1) / b - 1, end);
+  }
+
+  void CheckStates() {
+    const internal::BlockPool& pool = cache_.pool();
+    for (std::uint32_t i = 1; i < pool.num_blocks(); ++i) {
+      for (const internal::PrefixKey& key : pool.KeysOf(BlockId{i})) {
+        if (!IsRecurrent(key.group)) continue;
+        auto it = states_.find(i);
+        if (it == states_.end() || it->second != std::optional(key.hash)) {
+          Describe();
+          RC_LOG() << " block " << i << " keyed at "
+                   << pool.primary_num_tokens(BlockId{i}) << " holds "
+                   << (it == states_.end() ? "nothing recorded"
+                                           : "another state")
+                   << "\n";
+        }
+        RC_ASSERT(it != states_.end());
+        RC_ASSERT(it->second == std::optional<BlockHash>(key.hash));
+      }
+    }
   }
 
   CacheConfig config_;
   internal::CacheCore cache_;
   std::uint32_t max_block_;
   std::map<std::uint64_t, Live> live_;
+  // Recurrent blocks: the key of the position whose state each holds.
+  std::map<std::uint32_t, std::optional<BlockHash>> states_;
   std::vector<std::vector<TokenId>> history_;
   std::uint64_t next_id_ = 1;
 };

@@ -283,9 +283,13 @@ void CacheCore::Commit(const Request& request,
   const std::vector<std::uint32_t> replay =
       ReplayBoundaries(geometry_, request, it->second.shared_prefix_boundary);
   for (std::size_t g = 0; g < groups_.size(); ++g) {
-    groups_[g]->Commit(it->second.tables[g], request,
-                       CacheableTokens(geometry_, n, groups_[g]->geometry()),
-                       replay);
+    // A recurrent group needs the true chunk end: its state is there, and
+    // a count aligned below it would name a block holding an older state.
+    const bool recurrent = config_.groups[g].kind == GroupKind::kRecurrent;
+    groups_[g]->Commit(
+        it->second.tables[g], request,
+        recurrent ? n : CacheableTokens(geometry_, n, groups_[g]->geometry()),
+        replay);
   }
 }
 
