@@ -46,6 +46,14 @@ GroupSpec GenGroup(std::uint32_t unit) {
   if (g.kind != GroupKind::kChunkedLocal && *rc::gen::inRange(0, 4) == 0) {
     g.speculation = Speculation::kEagle;
   }
+  if (g.kind == GroupKind::kRecurrent) {
+    g.speculative_blocks = *rc::gen::inRange(0u, 3u);
+  }
+  // Under DCP only full attention is sharded.
+  if (g.kind == GroupKind::kSlidingWindow ||
+      g.kind == GroupKind::kChunkedLocal) {
+    g.dcp_layout = DcpLayout::kReplicated;
+  }
   return g;
 }
 
@@ -55,9 +63,12 @@ CacheConfig GenConfig() {
                      .keys = {.hash_unit = unit}};
   const auto n = *rc::gen::inRange(2, 6);
   for (int i = 0; i < n; ++i) config.groups.push_back(GenGroup(unit));
+  config.dcp = *rc::gen::element(1u, 1u, 2u);
   std::uint32_t scheduler_block = 1;
   for (const GroupSpec& g : config.groups) {
-    scheduler_block = std::lcm(scheduler_block, g.block_size);
+    scheduler_block =
+        std::lcm(scheduler_block,
+                 static_cast<std::uint32_t>(TokensPerBlock(g, config.dcp)));
   }
   // States at every block boundary need the hash unit to be the scheduler
   // block; otherwise a recurrent group keeps states where chunks end.
@@ -91,8 +102,11 @@ class HybridHarness {
   explicit HybridHarness(const CacheConfig& config)
       : config_(config), cache_(config) {
     max_block_ = 0;
-    for (const GroupSpec& g : config.groups)
-      max_block_ = std::max(max_block_, g.block_size);
+    for (const GroupSpec& g : config.groups) {
+      max_block_ =
+          std::max(max_block_,
+                   static_cast<std::uint32_t>(TokensPerBlock(g, config.dcp)));
+    }
   }
 
   void CheckLookup(const Request& r) {
@@ -143,8 +157,10 @@ class HybridHarness {
     if (live.computed < live.request.num_tokens()) return;
     const auto n = *rc::gen::inRange(1u, 3u);
     live.request.AppendTokens(testing::GenTokens(n, n));
+    const auto lookahead = *rc::gen::inRange(0u, 3u);
     if (!cache_.Allocate(live.request, {.num_computed_tokens = live.computed,
-                                        .num_new_tokens = n})) {
+                                        .num_new_tokens = n,
+                                        .num_lookahead_tokens = lookahead})) {
       return;
     }
     EndStep(live.request, live.computed, live.computed + n);
@@ -199,9 +215,10 @@ class HybridHarness {
       RC_LOG() << " kind " << static_cast<int>(g.kind) << " b " << g.block_size
                << " W " << g.sliding_window << " C " << g.chunk_size
                << " eagle " << (g.speculation == Speculation::kEagle)
-               << " mode " << static_cast<int>(g.recurrent_mode) << ";";
+               << " mode " << static_cast<int>(g.recurrent_mode) << " spec "
+               << g.speculative_blocks << ";";
     }
-    RC_LOG() << " retention "
+    RC_LOG() << " dcp " << config_.dcp << " retention "
              << (config_.retention_interval
                      ? static_cast<int>(*config_.retention_interval)
                      : -1)
