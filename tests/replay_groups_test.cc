@@ -11,6 +11,7 @@
 #include "hkv/group_list.h"
 #include "hkv/mooncake_trace.h"
 #include "hkv/replay.h"
+#include "replay_test_util.h"
 
 namespace hkv {
 namespace {
@@ -42,20 +43,6 @@ std::vector<GroupSpec> Groups(std::string_view text) {
   return groups.value_or(std::vector<GroupSpec>{});
 }
 
-ReplayResult Replayed(const std::vector<TraceRequest>& trace,
-                      const ReplayOptions& options) {
-  Result<ReplayResult> result = Replay(trace, options);
-  EXPECT_TRUE(result.has_value()) << result.error().message;
-  return result.value_or(ReplayResult{});
-}
-
-Error Failure(const std::vector<TraceRequest>& trace,
-              const ReplayOptions& options) {
-  Result<ReplayResult> result = Replay(trace, options);
-  EXPECT_FALSE(result.has_value());
-  return result ? Error{} : result.error();
-}
-
 // Each request's hit: the growth of the total as the trace grows by it.
 std::vector<std::uint64_t> HitsPerRequest(
     const std::vector<TraceRequest>& trace, const ReplayOptions& options) {
@@ -64,7 +51,7 @@ std::vector<std::uint64_t> HitsPerRequest(
   for (std::size_t n = 1; n <= trace.size(); ++n) {
     const std::vector<TraceRequest> prefix(
         trace.begin(), trace.begin() + static_cast<std::ptrdiff_t>(n));
-    const std::uint64_t total = Replayed(prefix, options).hit_tokens;
+    const std::uint64_t total = testing::Replayed(prefix, options).hit_tokens;
     hits.push_back(total - before);
     before = total;
   }
@@ -73,8 +60,9 @@ std::vector<std::uint64_t> HitsPerRequest(
 
 TEST(ReplayGroupsTest, EmptyGroupListIsOneFullGroupOfTheBlockSize) {
   const std::vector<TraceRequest> trace = SharedPrefixConversations();
-  const ReplayResult plain = Replayed(trace, {.block_size = 16});
-  const ReplayResult listed = Replayed(trace, {.groups = Groups("full:16")});
+  const ReplayResult plain = testing::Replayed(trace, {.block_size = 16});
+  const ReplayResult listed =
+      testing::Replayed(trace, {.groups = Groups("full:16")});
   EXPECT_GT(plain.hit_tokens, 0u);
   EXPECT_EQ(listed.hit_tokens, plain.hit_tokens);
   ASSERT_EQ(plain.groups.size(), 1u);
@@ -93,7 +81,7 @@ TEST(ReplayGroupsTest, CountsCachedBlocksIncludingRecomputedCopies) {
       {.input_length = 592, .hash_ids = {0, 1}},
       {.input_length = 50, .hash_ids = {2}},
       {.input_length = 700, .hash_ids = {0, 3}}};
-  const ReplayResult r = Replayed(trace, {.block_size = 16});
+  const ReplayResult r = testing::Replayed(trace, {.block_size = 16});
   EXPECT_EQ(r.hit_tokens, 1184u);
   ASSERT_EQ(r.groups.size(), 1u);
   EXPECT_EQ(r.groups[0].cached_blocks, 52u);
@@ -101,9 +89,9 @@ TEST(ReplayGroupsTest, CountsCachedBlocksIncludingRecomputedCopies) {
 
 TEST(ReplayGroupsTest, ChunkingDoesNotChangeFullAttentionHits) {
   const std::vector<TraceRequest> trace = SharedPrefixConversations();
-  const ReplayResult whole = Replayed(trace, {.block_size = 16});
-  const ReplayResult chunked =
-      Replayed(trace, {.block_size = 16, .max_num_batched_tokens = 100});
+  const ReplayResult whole = testing::Replayed(trace, {.block_size = 16});
+  const ReplayResult chunked = testing::Replayed(
+      trace, {.block_size = 16, .max_num_batched_tokens = 100});
   EXPECT_EQ(chunked.hit_tokens, whole.hit_tokens);
   EXPECT_EQ(chunked.groups[0].cached_blocks, whole.groups[0].cached_blocks);
 }
@@ -112,9 +100,10 @@ TEST(ReplayGroupsTest, ChunkingDoesNotChangeFullAttentionHits) {
 // wherever full attention can.
 TEST(ReplayGroupsTest, AllModeRecurrentGroupKeepsFullAttentionHits) {
   const std::vector<TraceRequest> trace = SharedPrefixConversations();
-  const ReplayResult full = Replayed(trace, {.groups = Groups("full:16")});
-  const ReplayResult hybrid =
-      Replayed(trace, {.groups = Groups("full:16,recurrent:16:mode=all")});
+  const ReplayResult full =
+      testing::Replayed(trace, {.groups = Groups("full:16")});
+  const ReplayResult hybrid = testing::Replayed(
+      trace, {.groups = Groups("full:16,recurrent:16:mode=all")});
   EXPECT_EQ(hybrid.hit_tokens, full.hit_tokens);
   ASSERT_EQ(hybrid.groups.size(), 2u);
   EXPECT_EQ(hybrid.groups[1].kind, "recurrent");
@@ -126,12 +115,13 @@ TEST(ReplayGroupsTest, AllModeRecurrentGroupKeepsFullAttentionHits) {
 // every block ends a chunk, as in kAll; with a large one the hits shrink.
 TEST(ReplayGroupsTest, AlignModeKeepsStatesAtChunkEnds) {
   const std::vector<TraceRequest> trace = SharedPrefixConversations();
-  const ReplayResult full = Replayed(trace, {.groups = Groups("full:16")});
-  const ReplayResult per_block = Replayed(
+  const ReplayResult full =
+      testing::Replayed(trace, {.groups = Groups("full:16")});
+  const ReplayResult per_block = testing::Replayed(
       trace,
       {.groups = Groups("full:16,recurrent:16"), .max_num_batched_tokens = 16});
   const ReplayResult whole =
-      Replayed(trace, {.groups = Groups("full:16,recurrent:16")});
+      testing::Replayed(trace, {.groups = Groups("full:16,recurrent:16")});
   EXPECT_EQ(per_block.hit_tokens, full.hit_tokens);
   EXPECT_LT(whole.hit_tokens, full.hit_tokens);
   EXPECT_LT(whole.groups[1].cached_blocks, per_block.groups[1].cached_blocks);
@@ -154,9 +144,10 @@ TEST(ReplayGroupsTest, EagleLowersEveryNonZeroHitByOneUnit) {
 TEST(ReplayGroupsTest, HashUnitDefaultsToTheSmallestScaledBlock) {
   const std::vector<TraceRequest> trace = SharedPrefixConversations();
   const std::vector<GroupSpec> groups = Groups("full:16,recurrent:32");
-  const ReplayResult by_default = Replayed(trace, {.groups = groups, .dcp = 4});
+  const ReplayResult by_default =
+      testing::Replayed(trace, {.groups = groups, .dcp = 4});
   const ReplayResult explicit_unit =
-      Replayed(trace, {.hash_unit = 32, .groups = groups, .dcp = 4});
+      testing::Replayed(trace, {.hash_unit = 32, .groups = groups, .dcp = 4});
   ASSERT_EQ(by_default.groups.size(), 2u);
   EXPECT_EQ(by_default.groups[0].block_size, 64u);  // sharded over 4 ranks
   EXPECT_EQ(by_default.groups[1].block_size, 32u);  // states: never sharded
@@ -172,11 +163,11 @@ TEST(ReplayGroupsTest, HashUnitDefaultsToTheSmallestScaledBlock) {
 // committed chunks stay cached, so a 100-token prompt then hits 96 tokens.
 TEST(ReplayGroupsTest, RejectsARequestWhoseChunkDoesNotFitTheIdlePool) {
   const ReplayResult r =
-      Replayed({{.input_length = 200, .hash_ids = {0}},
-                {.input_length = 100, .hash_ids = {0}}},
-               {.capacity_tokens = 160,
-                .groups = Groups("full:16,sliding:16:window=1000"),
-                .max_num_batched_tokens = 64});
+      testing::Replayed({{.input_length = 200, .hash_ids = {0}},
+                         {.input_length = 100, .hash_ids = {0}}},
+                        {.capacity_tokens = 160,
+                         .groups = Groups("full:16,sliding:16:window=1000"),
+                         .max_num_batched_tokens = 64});
   EXPECT_EQ(r.rejected_requests, 1u);
   EXPECT_EQ(r.hit_tokens, 96u);
   EXPECT_EQ(r.groups[0].cached_blocks, 8u);
@@ -185,18 +176,19 @@ TEST(ReplayGroupsTest, RejectsARequestWhoseChunkDoesNotFitTheIdlePool) {
 
 TEST(ReplayGroupsTest, RejectsAnInvalidGroupListNamingTheGroup) {
   const std::vector<TraceRequest> trace = SharedPrefixConversations();
-  Error e = Failure(
+  Error e = testing::ReplayFailure(
       trace, {.groups = Groups("full:16,sliding:16:window=64"), .dcp = 2});
   EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(e.message, HasSubstr("group 1: a sliding-window group cannot "
                                    "be DCP-sharded"));
-  e = Failure(trace, {.hash_unit = 48, .groups = Groups("full:64")});
+  e = testing::ReplayFailure(trace,
+                             {.hash_unit = 48, .groups = Groups("full:64")});
   EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(e.message, HasSubstr("hash unit 48"));
-  e = Failure(trace, {.max_num_batched_tokens = 0});
+  e = testing::ReplayFailure(trace, {.max_num_batched_tokens = 0});
   EXPECT_THAT(e.message, HasSubstr("max_num_batched_tokens"));
-  e = Failure(trace,
-              {.capacity_tokens = 100, .groups = Groups("full:16,full:128")});
+  e = testing::ReplayFailure(
+      trace, {.capacity_tokens = 100, .groups = Groups("full:16,full:128")});
   EXPECT_THAT(e.message,
               HasSubstr("capacity of 100 tokens is below one block of 128"));
 }

@@ -10,6 +10,7 @@
 
 #include "hkv/mooncake_trace.h"
 #include "hkv/replay.h"
+#include "replay_test_util.h"
 
 namespace hkv {
 namespace {
@@ -245,25 +246,11 @@ constexpr char kGoldenTrace[] =
 {"timestamp": 4, "input_length": 700, "output_length": 1, "hash_ids": [0, 3]}
 )";
 
-class ReplayTest : public TraceFileFixture {
- protected:
-  ReplayResult Run(const std::vector<TraceRequest>& trace,
-                   const ReplayOptions& options) {
-    Result<ReplayResult> result = Replay(trace, options);
-    EXPECT_TRUE(result.has_value()) << result.error().message;
-    return result.value_or(ReplayResult{});
-  }
-
-  Error Failure(const std::vector<TraceRequest>& trace,
-                const ReplayOptions& options) {
-    Result<ReplayResult> result = Replay(trace, options);
-    EXPECT_FALSE(result.has_value());
-    return result ? Error{} : result.error();
-  }
-};
+using ReplayTest = TraceFileFixture;
 
 TEST_F(ReplayTest, GoldenTraceAtBlockSize16) {
-  const ReplayResult r = Run(Read(kGoldenTrace), {.block_size = 16});
+  const ReplayResult r =
+      testing::Replayed(Read(kGoldenTrace), {.block_size = 16});
   EXPECT_EQ(r.requests, 5u);
   EXPECT_EQ(r.prompt_tokens, 2042u);
   EXPECT_EQ(r.hit_tokens, 1184u);
@@ -273,9 +260,9 @@ TEST_F(ReplayTest, GoldenTraceAtBlockSize16) {
 }
 
 TEST_F(ReplayTest, KeyFunctionDoesNotChangeHits) {
-  const ReplayResult r =
-      Run(Read(kGoldenTrace),
-          {.block_size = 16, .key_function = KeyFunction::kXxh3_128Cbor});
+  const ReplayResult r = testing::Replayed(
+      Read(kGoldenTrace),
+      {.block_size = 16, .key_function = KeyFunction::kXxh3_128Cbor});
   EXPECT_EQ(r.hit_tokens, 1184u);
 }
 
@@ -285,8 +272,8 @@ TEST_F(ReplayTest, KeyFunctionDoesNotChangeHits) {
 // cached ones behind it. Request 3 (4 blocks, hit 0) reuses the tail block
 // and evicts 3 cached ones.
 TEST_F(ReplayTest, RejectsRequestsLargerThanThePool) {
-  const ReplayResult r =
-      Run(Read(kGoldenTrace), {.block_size = 16, .capacity_tokens = 112});
+  const ReplayResult r = testing::Replayed(
+      Read(kGoldenTrace), {.block_size = 16, .capacity_tokens = 112});
   EXPECT_EQ(r.requests, 5u);
   EXPECT_EQ(r.prompt_tokens, 2042u);
   EXPECT_EQ(r.hit_tokens, 0u);
@@ -313,7 +300,7 @@ std::vector<TraceRequest> Conversations() {
 }
 
 TEST_F(ReplayTest, UnboundedConversationsHitThePreviousTurn) {
-  const ReplayResult r = Run(Conversations(), {.block_size = 16});
+  const ReplayResult r = testing::Replayed(Conversations(), {.block_size = 16});
   EXPECT_EQ(r.requests, 70u);
   EXPECT_EQ(r.prompt_tokens, 7u * 26040u);
   EXPECT_EQ(r.hit_tokens, 7u * 21024u);
@@ -321,9 +308,10 @@ TEST_F(ReplayTest, UnboundedConversationsHitThePreviousTurn) {
 }
 
 TEST_F(ReplayTest, LimitedCapacityHitsAtMostTheUnboundedFigure) {
-  const ReplayResult unbounded = Run(Conversations(), {.block_size = 16});
-  const ReplayResult limited =
-      Run(Conversations(), {.block_size = 16, .capacity_tokens = 8192});
+  const ReplayResult unbounded =
+      testing::Replayed(Conversations(), {.block_size = 16});
+  const ReplayResult limited = testing::Replayed(
+      Conversations(), {.block_size = 16, .capacity_tokens = 8192});
   EXPECT_EQ(limited.requests, 70u);
   EXPECT_EQ(limited.rejected_requests, 0u);
   EXPECT_GT(limited.evicted_blocks, 0u);
@@ -336,31 +324,32 @@ TEST_F(ReplayTest, ReportsProgressEveryThousandRequestsAndAtTheEnd) {
     trace.push_back({.input_length = 1, .hash_ids = {i}});
   }
   std::vector<std::size_t> calls;
-  Run(trace, {.progress = [&](std::size_t done, std::size_t total) {
-        EXPECT_EQ(total, 2001u);
-        calls.push_back(done);
-      }});
+  testing::Replayed(trace,
+                    {.progress = [&](std::size_t done, std::size_t total) {
+                      EXPECT_EQ(total, 2001u);
+                      calls.push_back(done);
+                    }});
   EXPECT_EQ(calls, (std::vector<std::size_t>{1000, 2000, 2001}));
 }
 
 TEST_F(ReplayTest, RejectsBadOptionsNamingTheNumbers) {
   const std::vector<TraceRequest> trace = Read(kGoldenTrace);
-  Error e = Failure(trace, {.block_size = 0});
+  Error e = testing::ReplayFailure(trace, {.block_size = 0});
   EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(e.message, HasSubstr("block size"));
-  e = Failure(trace, {.block_size = 16, .hash_unit = 5});
+  e = testing::ReplayFailure(trace, {.block_size = 16, .hash_unit = 5});
   EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(e.message,
               HasSubstr("hash unit 5 does not divide block size 16"));
-  e = Failure(trace, {.block_size = 16, .capacity_tokens = 10});
+  e = testing::ReplayFailure(trace, {.block_size = 16, .capacity_tokens = 10});
   EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(e.message,
               HasSubstr("capacity of 10 tokens is below one block of 16"));
 }
 
 TEST_F(ReplayTest, RejectsAnInvalidRequestNamingItsIndex) {
-  const Error e =
-      Failure({{.input_length = 5, .hash_ids = {1}}, {.input_length = 5}}, {});
+  const Error e = testing::ReplayFailure(
+      {{.input_length = 5, .hash_ids = {1}}, {.input_length = 5}}, {});
   EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(e.message, HasSubstr("trace request 1"));
 }
