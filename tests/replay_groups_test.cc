@@ -141,6 +141,21 @@ TEST(ReplayGroupsTest, EagleLowersEveryNonZeroHitByOneUnit) {
   EXPECT_GT(plain[1], 0u);
 }
 
+TEST(ReplayGroupsTest, CountsHitsShortOfTheChainByCause) {
+  const std::vector<TraceRequest> trace = SharedPrefixConversations();
+  const ReplayResult eagle = testing::Replayed(
+      trace, {.groups = Groups("full:16:eagle,recurrent:16:mode=all")});
+  EXPECT_GT(eagle.speculative_rewind.requests, 0u);
+  EXPECT_EQ(eagle.speculative_rewind.tokens,
+            16 * eagle.speculative_rewind.requests);
+  EXPECT_EQ(eagle.no_checkpoint.requests, 0u);
+  const ReplayResult plain = testing::Replayed(
+      trace, {.groups = Groups("full:16,recurrent:16:mode=all")});
+  EXPECT_EQ(plain.speculative_rewind.requests + plain.no_checkpoint.requests +
+                plain.window_not_covered.requests + plain.evicted.requests,
+            0u);
+}
+
 TEST(ReplayGroupsTest, HashUnitDefaultsToTheSmallestScaledBlock) {
   const std::vector<TraceRequest> trace = SharedPrefixConversations();
   const std::vector<GroupSpec> groups = Groups("full:16,recurrent:32");

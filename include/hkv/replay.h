@@ -88,6 +88,11 @@ struct ReplayResult {
   std::uint64_t lookup_ns_median = 0;
   std::uint64_t lookup_ns_p99 = 0;
   std::vector<GroupResidency> groups = {};  // by group id
+  // Hits below the full-attention chain, by cause (requests, tokens lost).
+  MissCounters speculative_rewind = {};
+  MissCounters no_checkpoint = {};
+  MissCounters window_not_covered = {};
+  MissCounters evicted = {};
 };
 
 // Replays `trace` as described above.

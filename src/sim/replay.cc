@@ -235,6 +235,11 @@ ReplayResult Replayer::Finish() {
   result_.lookup_ns_median = NearestRank(lookup_ns_, 50);
   result_.lookup_ns_p99 = NearestRank(lookup_ns_, 99);
   result_.evicted_blocks = cache_.counters().evicted_blocks;
+  const PrefixCacheStats stats = cache_.TakeStats();
+  result_.speculative_rewind = stats.speculative_rewind;
+  result_.no_checkpoint = stats.no_checkpoint;
+  result_.window_not_covered = stats.window_not_covered;
+  result_.evicted = stats.evicted;
   const std::vector<std::uint64_t> cached = cache_.CachedBlocksPerGroup();
   for (std::size_t g = 0; g < setup_.groups.size(); ++g) {
     const GroupSpec& spec = setup_.groups[g];

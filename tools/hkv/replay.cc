@@ -32,6 +32,19 @@ double HitPercent(const ReplayResult& r) {
          static_cast<double>(r.prompt_tokens);
 }
 
+// The hits below the full-attention chain, by cause: JSON name, text label.
+struct MissCause {
+  const char* name;
+  const char* label;
+  const MissCounters* counters;
+};
+std::vector<MissCause> MissCauses(const ReplayResult& r) {
+  return {{"speculative_rewind", "miss rewind", &r.speculative_rewind},
+          {"no_checkpoint", "miss no checkpoint", &r.no_checkpoint},
+          {"window_not_covered", "miss window", &r.window_not_covered},
+          {"evicted", "miss evicted", &r.evicted}};
+}
+
 void PrintText(const ReplayResult& r, double wall_s) {
   fmt::print("requests           {}\n", r.requests);
   fmt::print("prompt tokens      {}\n", r.prompt_tokens);
@@ -48,6 +61,11 @@ void PrintText(const ReplayResult& r, double wall_s) {
                fmt::format("group {}", g), group.kind, group.block_size,
                group.cached_blocks);
   }
+  for (const MissCause& cause : MissCauses(r)) {
+    if (cause.counters->requests == 0) continue;
+    fmt::print("{:<19}{} requests, {} tokens short of the chain\n", cause.label,
+               cause.counters->requests, cause.counters->tokens);
+  }
 }
 
 void PrintJson(const ReplayResult& r, double wall_s) {
@@ -57,7 +75,7 @@ void PrintJson(const ReplayResult& r, double wall_s) {
                       {"block_size", group.block_size},
                       {"cached_blocks", group.cached_blocks}});
   }
-  const nlohmann::json out = {
+  nlohmann::json out = {
       {"requests", r.requests},
       {"prompt_tokens", r.prompt_tokens},
       {"hit_tokens", r.hit_tokens},
@@ -69,6 +87,12 @@ void PrintJson(const ReplayResult& r, double wall_s) {
       {"wall_time_s", wall_s},
       {"groups", std::move(groups)},
   };
+  nlohmann::json misses = nlohmann::json::object();
+  for (const MissCause& cause : MissCauses(r)) {
+    misses[cause.name] = {{"requests", cause.counters->requests},
+                          {"tokens", cause.counters->tokens}};
+  }
+  out["miss_causes"] = std::move(misses);
   fmt::print("{}\n", out.dump(2));
 }
 
