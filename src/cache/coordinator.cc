@@ -93,7 +93,12 @@ std::uint32_t Coordinator::Ask(std::size_t i, std::uint32_t current,
        .members = group.members});
   pass.looked_up[i] = true;
   if (hit.num_tokens < current) {
-    pass.limiter = Limiter{i, rewind && hit.proven_tokens >= current};
+    // The rewind alone lowered it: full attention's chain is its proof;
+    // another group could resume at `current` before dropping.
+    const bool rewound = rewind && (group.kind == GroupKind::kFullAttention
+                                        ? hit.proven_tokens > hit.num_tokens
+                                        : hit.proven_tokens >= current);
+    pass.limiter = Limiter{i, rewound};
   }
   pass.longest = std::max(pass.longest, hit.num_tokens);
   return hit.num_tokens;
