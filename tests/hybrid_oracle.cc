@@ -86,7 +86,11 @@ bool HybridOracle::Resumable(const Probe& probe, std::size_t g, std::uint32_t p,
 }
 
 std::uint32_t HybridOracle::Hit(const Request& request) const {
-  if (request.num_tokens() == 0) return 0;
+  // Nothing cached anywhere: no prefix cache at all.
+  const bool any_cacheable =
+      std::any_of(config_.groups.begin(), config_.groups.end(),
+                  [](const GroupSpec& g) { return IsPrefixCacheable(g); });
+  if (request.num_tokens() == 0 || !any_cacheable) return 0;
   const std::uint32_t unit = config_.keys.hash_unit;
   const Probe probe{
       .keys = request.keys(),
@@ -98,6 +102,7 @@ std::uint32_t HybridOracle::Hit(const Request& request) const {
     bool everywhere = true;
     for (std::size_t g = 0; g < config_.groups.size() && everywhere; ++g) {
       const GroupSpec& spec = config_.groups[g];
+      if (!IsPrefixCacheable(spec)) continue;  // caches nothing, limits nothing
       const bool rewinds =
           geometry_.groups[g].rewind == internal::DraftRewind::kEagle &&
           (spec.kind == GroupKind::kFullAttention ||

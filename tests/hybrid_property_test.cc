@@ -48,6 +48,7 @@ GroupSpec GenGroup(std::uint32_t unit) {
   }
   if (g.kind == GroupKind::kRecurrent) {
     g.speculative_blocks = *rc::gen::inRange(0u, 3u);
+    if (*rc::gen::inRange(0, 4) == 0) g.recurrent_mode = RecurrentMode::kNone;
   }
   // Under DCP only full attention is sharded.
   if (g.kind == GroupKind::kSlidingWindow ||
@@ -74,7 +75,8 @@ CacheConfig GenConfig() {
   // block; otherwise a recurrent group keeps states where chunks end.
   const bool all_mode = scheduler_block == unit && *rc::gen::arbitrary<bool>();
   for (GroupSpec& g : config.groups) {
-    if (g.kind == GroupKind::kRecurrent && all_mode) {
+    if (g.kind == GroupKind::kRecurrent && all_mode &&
+        g.recurrent_mode == RecurrentMode::kAlign) {
       g.recurrent_mode = RecurrentMode::kAll;
     }
   }

@@ -166,26 +166,57 @@ INSTANTIATE_TEST_SUITE_P(
       return test.param.name;
     });
 
-// V-32 without its recurrent (mode none) combos: every ordered choice of two
-// or three of [full, window 2b, window 4b] hits 48 of 48 + 5.
-TEST_F(HybridTest, V32_EveryAttentionComboHitsTheSharedPrefix) {
-  const std::vector<GroupSpec> kinds = {Full(), Window(32), Window(64)};
-  std::vector<std::vector<GroupSpec>> combos;
-  for (std::size_t a = 0; a < 3; ++a) {
-    for (std::size_t b = 0; b < 3; ++b) {
-      if (b == a) continue;
-      combos.push_back({kinds[a], kinds[b]});
-      for (std::size_t c = 0; c < 3; ++c) {
-        if (c != a && c != b) combos.push_back({kinds[a], kinds[b], kinds[c]});
-      }
+// V-32: every combination of two to four of [full, window 2b, window 4b,
+// recurrent caching nothing] hits 48 of 48 + 5: a group that caches nothing
+// never limits a hit.
+TEST_F(HybridTest, V32_EveryComboHitsTheSharedPrefix) {
+  const std::vector<GroupSpec> kinds = {
+      Full(),
+      Window(32),
+      Window(64),
+      {.kind = GroupKind::kRecurrent,
+       .block_size = 16,
+       .recurrent_mode = RecurrentMode::kNone}};
+  for (unsigned mask = 0; mask < 16; ++mask) {
+    std::vector<GroupSpec> groups;
+    for (unsigned k = 0; k < 4; ++k) {
+      if ((mask >> k & 1u) != 0) groups.push_back(kinds[k]);
     }
-  }
-  for (const std::vector<GroupSpec>& groups : combos) {
+    if (groups.size() < 2) continue;
     Build(groups, 10 * static_cast<std::uint32_t>(groups.size()) + 1);
     Admit(Make(0, Concat(Prefix48(), Repeat(3, 7))));
-    EXPECT_EQ(
-        cache_->Lookup(Make(1, Concat(Prefix48(), Repeat(3, 5)))).num_tokens,
-        48u);
+    const Request r1 = Make(1, Concat(Prefix48(), Repeat(3, 5)));
+    const CacheHit hit = cache_->Lookup(r1);
+    EXPECT_EQ(hit.num_tokens, 48u) << "groups " << mask;
+    EXPECT_TRUE(cache_->Allocate(r1, {.num_new_tokens = 5, .hit = &hit}))
+        << "groups " << mask;
+    EXPECT_TRUE(cache_->CheckInvariants());
+  }
+}
+
+// V-36: DCP 8 with a sharded target, a draft group sharded or replicated,
+// and a recurrent group that caches nothing.
+TEST_F(HybridTest, V36_DcpGeometryWithAStatelessRecurrentGroup) {
+  for (DcpLayout draft : {DcpLayout::kSharded, DcpLayout::kReplicated}) {
+    cache_ = std::make_unique<internal::CacheCore>(
+        CacheConfig{.groups = {{.block_size = 16},
+                               {.block_size = 16, .dcp_layout = draft},
+                               {.kind = GroupKind::kRecurrent,
+                                .block_size = 16,
+                                .recurrent_mode = RecurrentMode::kNone}},
+                    .num_blocks = 80,
+                    .keys = {.hash_unit = 16},
+                    .dcp = 8});
+    const std::uint32_t draft_block = draft == DcpLayout::kSharded ? 128 : 16;
+    EXPECT_EQ(cache_->geometry(GroupId{0}).block_size, 128u);
+    EXPECT_EQ(cache_->geometry(GroupId{1}).block_size, draft_block);
+    EXPECT_EQ(cache_->geometry(GroupId{2}).block_size, 16u);
+    Admit(Make(0, Concat(Range(0, 256), Repeat(99, 7))));
+    const CacheHit hit =
+        cache_->Lookup(Make(1, Concat(Range(0, 256), Repeat(100, 5))));
+    EXPECT_EQ(hit.num_tokens, 256u);
+    EXPECT_EQ(hit.blocks[0].size(), 2u);
+    EXPECT_EQ(hit.blocks[1].size(), 256u / draft_block);
   }
 }
 

@@ -48,8 +48,10 @@ enum class GroupKind {
 
 // Which recurrent states the kernel leaves behind: in kAlign only at the end
 // of each scheduled chunk (the scheduler aligns chunks so that reusable
-// states exist); in kAll at every block boundary.
-enum class RecurrentMode { kAlign, kAll };
+// states exist); in kAll at every block boundary. kNone caches no state: the
+// group never limits a hit, and a request holds its current state (plus
+// speculative blocks) only.
+enum class RecurrentMode { kAlign, kAll, kNone };
 
 // Whether the group's layers feed a draft model (EAGLE/MTP) that must
 // recompute the last hash unit of a hit.
@@ -71,6 +73,9 @@ struct GroupSpec {
   // State blocks for speculative tokens, kept after the current state.
   std::uint32_t speculative_blocks = 0;  // kRecurrent
 };
+
+// Whether a group's blocks can serve prefix hits (all but recurrent kNone).
+bool IsPrefixCacheable(const GroupSpec& group);
 
 // Tokens one block of `group` covers: block_size times the DCP width for
 // sharded attention groups; recurrent states are never sharded.

@@ -113,6 +113,11 @@ Result<void> ValidateAlignment(const CacheConfig& config) {
 
 }  // namespace
 
+bool IsPrefixCacheable(const GroupSpec& group) {
+  return !(group.kind == GroupKind::kRecurrent &&
+           group.recurrent_mode == RecurrentMode::kNone);
+}
+
 std::uint64_t TokensPerBlock(const GroupSpec& group, std::uint32_t dcp) {
   const bool sharded = group.dcp_layout == DcpLayout::kSharded &&
                        group.kind != GroupKind::kRecurrent;

@@ -137,7 +137,10 @@ void CacheCore::CheckAllocation(const Request& request,
               "the hit has one block list per group");
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     const std::uint32_t b = groups_[g]->geometry().block_size;
-    HKV_REQUIRE(hit->blocks[g].size() == (hit->num_tokens + b - 1) / b,
+    const std::size_t covering = IsPrefixCacheable(config_.groups[g])
+                                     ? (hit->num_tokens + b - 1) / b
+                                     : 0;  // a group that caches nothing
+    HKV_REQUIRE(hit->blocks[g].size() == covering,
                 "each group's hit blocks cover the hit");
     for (BlockId block : hit->blocks[g]) {
       HKV_REQUIRE(ToIndex(block) < pool_.num_blocks(),

@@ -34,11 +34,13 @@ bool PartialHits(const CacheConfig& config) {
   const std::uint32_t unit = config.keys.hash_unit;
   if (config.groups.size() == 1) {
     return unit < ScaledBlock(config.groups[0], config.dcp) &&
-           FineCapable(config.groups[0].kind);
+           FineCapable(config.groups[0].kind) &&
+           IsPrefixCacheable(config.groups[0]);
   }
   bool aligned_recurrent = false;
   bool coarser_block = false;
   for (const GroupSpec& spec : config.groups) {
+    if (!IsPrefixCacheable(spec)) continue;  // never vetoes
     const std::uint32_t block = ScaledBlock(spec, config.dcp);
     if (IsAlignedRecurrent(spec)) {
       aligned_recurrent = true;
@@ -49,6 +51,35 @@ bool PartialHits(const CacheConfig& config) {
     if (block != unit && !FineCapable(spec.kind)) return false;
   }
   return aligned_recurrent && coarser_block;
+}
+
+// Spec groups of the cacheable groups, full attention first (stable); a
+// spec group rewinds when any member does.
+std::vector<SpecGroup> SpecGroupsOf(const CacheConfig& config) {
+  std::vector<SpecGroup> groups;
+  for (std::size_t i = 0; i < config.groups.size(); ++i) {
+    const GroupSpec& spec = config.groups[i];
+    if (!IsPrefixCacheable(spec)) continue;  // lookups leave it out
+    const DraftRewind rewind = spec.speculation == Speculation::kEagle
+                                   ? DraftRewind::kEagle
+                                   : DraftRewind::kNone;
+    auto same =
+        std::find_if(groups.begin(), groups.end(), [&](const SpecGroup& g) {
+          return SameSpec(config.groups[ToIndex(g.members[0])], spec,
+                          config.dcp);
+        });
+    const GroupId id{static_cast<std::uint32_t>(i)};
+    if (same == groups.end()) {
+      groups.push_back({spec.kind, {id}, rewind});
+    } else {
+      same->members.push_back(id);
+      if (rewind == DraftRewind::kEagle) same->rewind = rewind;
+    }
+  }
+  std::stable_partition(groups.begin(), groups.end(), [](const SpecGroup& g) {
+    return g.kind == GroupKind::kFullAttention;
+  });
+  return groups;
 }
 
 }  // namespace
@@ -63,31 +94,7 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
   geometry.scheduler_block = lcm;
   geometry.partial_hits = PartialHits(config);
   geometry.alignment = geometry.partial_hits ? unit : lcm;
-
-  // Spec groups, full attention first (stable), each member's rewind the
-  // spec group's.
-  for (std::size_t i = 0; i < config.groups.size(); ++i) {
-    const GroupSpec& spec = config.groups[i];
-    const DraftRewind rewind = spec.speculation == Speculation::kEagle
-                                   ? DraftRewind::kEagle
-                                   : DraftRewind::kNone;
-    auto same =
-        std::find_if(geometry.spec_groups.begin(), geometry.spec_groups.end(),
-                     [&](const SpecGroup& g) {
-                       return SameSpec(config.groups[ToIndex(g.members[0])],
-                                       spec, config.dcp);
-                     });
-    const GroupId id{static_cast<std::uint32_t>(i)};
-    if (same == geometry.spec_groups.end()) {
-      geometry.spec_groups.push_back({spec.kind, {id}, rewind});
-    } else {
-      same->members.push_back(id);
-      if (rewind == DraftRewind::kEagle) same->rewind = rewind;
-    }
-  }
-  std::stable_partition(
-      geometry.spec_groups.begin(), geometry.spec_groups.end(),
-      [](const SpecGroup& g) { return g.kind == GroupKind::kFullAttention; });
+  geometry.spec_groups = SpecGroupsOf(config);
 
   // Attention kinds but chunked local apply a rewind; recurrent ones never
   // do (their drafts have no recurrent layers), but keep their prompt
@@ -102,21 +109,26 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
       lookup_rewind = DraftRewind::kEagle;
     }
   }
-  geometry.groups.resize(config.groups.size());
-  for (const SpecGroup& g : geometry.spec_groups) {
-    for (GroupId id : g.members) {
-      const GroupSpec& spec = config.groups[ToIndex(id)];
-      geometry.groups[ToIndex(id)] = {
-          .id = id,
-          .block_size = ScaledBlock(spec, config.dcp),
-          .hash_unit = unit,
-          .alignment = geometry.alignment,
-          .scheduler_block = geometry.scheduler_block,
-          .rewind = g.rewind,
-          .lookup_rewind = lookup_rewind,
-          .draft_model = draft_model,
-          .retention_interval = config.retention_interval};
+  for (std::size_t i = 0; i < config.groups.size(); ++i) {
+    const GroupSpec& spec = config.groups[i];
+    const GroupId id{static_cast<std::uint32_t>(i)};
+    DraftRewind rewind = DraftRewind::kNone;
+    for (const SpecGroup& g : geometry.spec_groups) {
+      if (std::find(g.members.begin(), g.members.end(), id) !=
+          g.members.end()) {
+        rewind = g.rewind;
+      }
     }
+    geometry.groups.push_back(
+        {.id = id,
+         .block_size = ScaledBlock(spec, config.dcp),
+         .hash_unit = unit,
+         .alignment = geometry.alignment,
+         .scheduler_block = geometry.scheduler_block,
+         .rewind = rewind,
+         .lookup_rewind = lookup_rewind,
+         .draft_model = draft_model,
+         .retention_interval = config.retention_interval});
   }
   return geometry;
 }

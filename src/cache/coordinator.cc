@@ -51,6 +51,11 @@ std::uint32_t Coordinator::ProofLength(const GroupManager& manager,
 
 CommonHit Coordinator::FindLongestHit(std::span<const BlockHash> keys,
                                       std::uint32_t max_length) const {
+  if (geometry_.spec_groups.empty()) {  // nothing is cached
+    CommonHit none;
+    none.blocks.resize(managers_.size());
+    return none;
+  }
   if (managers_.size() == 1) return FindUnitary(keys, max_length);
   const std::vector<SpecGroup>& groups = geometry_.spec_groups;
   Pass pass{.keys = keys,

@@ -56,9 +56,9 @@ std::uint32_t GroupManager::NumBlocksToAllocate(
 void GroupManager::AdoptHit(GroupTable& table, std::span<const BlockId> hit,
                             std::uint32_t num_local_computed) {
   HKV_DCHECK(table.blocks.empty());
-  const std::uint32_t skipped = std::min<std::uint32_t>(
-      SkippedTokens(num_local_computed) / geometry_.block_size,
-      static_cast<std::uint32_t>(hit.size()));
+  // Blocks the request no longer reads stay null, hit or not.
+  const std::uint32_t skipped =
+      SkippedTokens(num_local_computed) / geometry_.block_size;
   table.blocks.assign(skipped, kNullBlock);
   for (std::size_t i = skipped; i < hit.size(); ++i) {
     pool_.Touch(hit[i]);

@@ -212,6 +212,7 @@ void RecurrentStateManager::Commit(GroupTable& table, const Request& request,
                                    std::uint32_t num_tokens,
                                    std::span<const std::uint32_t> replay) {
   HKV_DCHECK(num_tokens <= request.num_tokens());
+  if (mode_ == RecurrentMode::kNone) return;  // caches nothing
   const std::uint32_t first = table.num_committed_blocks;
   const std::uint32_t end = num_tokens / geometry_.block_size;
   // The replay positions already include their rewound neighbours.
