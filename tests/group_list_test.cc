@@ -111,7 +111,7 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"sliding:16:window=64:mode=all", "group 0",
                   "option mode= applies to recurrent groups, not sliding"},
         Malformed{"recurrent:16:mode=some", "group 0",
-                  "mode must be align or all, got \"some\""},
+                  "mode must be align, all or none, got \"some\""},
         Malformed{"recurrent:16:spec=x", "group 0", "spec \"x\" is not"},
         Malformed{"full:16:eagle:eagle", "group 0", "option eagle given twice"},
         Malformed{"sliding:16:window=1:window=2", "group 0",

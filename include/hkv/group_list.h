@@ -2,7 +2,7 @@
 // comma-separated groups, each `kind:block[:option...]`.
 //
 //   kinds    full, sliding (needs window=W), chunked (needs chunk=C),
-//            recurrent (mode=align|all, default align; spec=S speculative
+//            recurrent (mode=align|all|none, default align; spec=S speculative
 //            state blocks, default 0)
 //   options  eagle (the group feeds an EAGLE/MTP draft model), replicated
 //            (whole pages on every DCP rank instead of sharded ones)

@@ -90,12 +90,16 @@ Result<void> ApplyValued(std::string_view name, std::string_view value,
         !ok) {
       return ok;
     }
-    if (value != "align" && value != "all") {
-      return Problem("mode must be align or all, got \"" + std::string(value) +
-                     "\"");
+    if (value == "align") {
+      spec.recurrent_mode = RecurrentMode::kAlign;
+    } else if (value == "all") {
+      spec.recurrent_mode = RecurrentMode::kAll;
+    } else if (value == "none") {
+      spec.recurrent_mode = RecurrentMode::kNone;
+    } else {
+      return Problem("mode must be align, all or none, got \"" +
+                     std::string(value) + "\"");
     }
-    spec.recurrent_mode =
-        value == "all" ? RecurrentMode::kAll : RecurrentMode::kAlign;
     return {};
   }
   const NumberOption* option =

@@ -122,11 +122,12 @@ void RegisterReplay(CLI::App& app) {
   CLI::Option* block_size = sub->add_option("--block-size", options->block_size,
                                             "Tokens per KV-cache block")
                                 ->capture_default_str();
-  sub->add_option("--groups", options->groups,
-                  "Cache groups instead of one full group of --block-size: "
-                  "kind:block[:option...],... with kinds full, sliding "
-                  "(window=W), chunked (chunk=C), recurrent (mode=align|all, "
-                  "spec=S) and options eagle, replicated")
+  sub->add_option(
+         "--groups", options->groups,
+         "Cache groups instead of one full group of --block-size: "
+         "kind:block[:option...],... with kinds full, sliding "
+         "(window=W), chunked (chunk=C), recurrent (mode=align|all|none, "
+         "spec=S) and options eagle, replicated")
       ->check(kGroupListValidator)
       ->excludes(block_size);
   sub->add_option("--dcp", options->dcp,
