@@ -78,11 +78,11 @@ void FullAttentionManager::ExtendIntoPage(const HitQuery& query,
 
 void FullAttentionManager::Commit(GroupTable& table, const Request& request,
                                   std::uint32_t num_tokens,
-                                  std::span<const std::uint32_t> /*replay*/) {
+                                  std::span<const std::uint32_t> replay) {
   HKV_DCHECK(num_tokens <= request.num_tokens());
   CommitFullBlocks(table, request, num_tokens);
   if (geometry_.block_size != geometry_.hash_unit) {
-    CommitPartialTail(table, request, num_tokens);
+    CommitPartialTail(table, request, num_tokens, replay);
   }
 }
 

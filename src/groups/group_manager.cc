@@ -174,19 +174,13 @@ void GroupManager::CommitFullBlocks(GroupTable& table, const Request& request,
 
 void GroupManager::CommitPartialTail(const GroupTable& table,
                                      const Request& request,
-                                     std::uint32_t num_tokens) {
+                                     std::uint32_t num_tokens,
+                                     std::span<const std::uint32_t> replay) {
   const std::uint32_t h = geometry_.hash_unit;
   const std::uint32_t b = geometry_.block_size;
-  const std::uint32_t prompt = request.num_prompt_tokens();
-  const bool rewinds = geometry_.rewind == DraftRewind::kEagle ||
-                       geometry_.lookup_rewind == DraftRewind::kEagle;
-  std::vector<std::uint32_t> boundaries = {prompt / h * h};
-  if (geometry_.alignment < b && prompt > 0) {
-    for (std::uint32_t a : {geometry_.alignment, geometry_.scheduler_block}) {
-      const std::uint32_t aligned = (prompt - 1) / a * a;
-      boundaries.push_back(aligned);
-      if (rewinds && aligned >= a) boundaries.push_back(aligned - a);
-    }
+  std::vector<std::uint32_t> boundaries = {request.num_prompt_tokens() / h * h};
+  if (geometry_.alignment < b) {
+    boundaries.insert(boundaries.end(), replay.begin(), replay.end());
   }
   // Longest first: a block's primary entry is its longest.
   std::sort(boundaries.begin(), boundaries.end(), std::greater<>());

@@ -166,10 +166,12 @@ class GroupManager {
   // Appends `found[m]` to member m's list.
   static void Append(GroupHit& hit, const std::vector<BlockId>& found);
   // Registers the prompt's partial tail entries (spec §3.7.1): its last unit
-  // boundary and, when hits may end inside blocks, where a resend (capped at
-  // prompt - 1) or a rewind lands, at the alignment and the scheduler block.
+  // boundary and, when hits may end inside blocks, the replay positions (a
+  // resend capped at prompt - 1, a shared-prefix junction, each with its
+  // rewound neighbour, at the alignment and the scheduler block).
   void CommitPartialTail(const GroupTable& table, const Request& request,
-                         std::uint32_t num_tokens);
+                         std::uint32_t num_tokens,
+                         std::span<const std::uint32_t> replay);
   // The key of the prefix ending at block `index`'s end.
   const BlockHash& BlockKey(std::span<const BlockHash> keys,
                             std::uint32_t index) const {

@@ -151,7 +151,7 @@ void SlidingWindowManager::Commit(GroupTable& table, const Request& request,
     CommitFullBlocks(table, request, num_tokens, keep);
   }
   if (geometry_.alignment < geometry_.block_size) {
-    CommitPartialTail(table, request, num_tokens);
+    CommitPartialTail(table, request, num_tokens, replay);
   }
 }
 
