@@ -112,6 +112,26 @@ TEST(PrefillSplitTest, ChunksEndOnRecurrentBlocks) {
             (std::vector<std::uint32_t>{4, 4, 4, 2, 2}));
 }
 
+// Resend-only retention keeps states only where they were left: chunks also
+// stop where a resend or a sibling at the junction would resume.
+TEST(PrefillSplitTest, ResendOnlyRetentionStopsAtKeptPositions) {
+  const auto chunks = [](std::optional<std::uint32_t> retention) {
+    Result<CacheManager> cache = CacheManager::Create(
+        {.groups = {{.block_size = 64},
+                    {.kind = GroupKind::kRecurrent, .block_size = 64}},
+         .num_blocks = 16,
+         .keys = {.hash_unit = 16},
+         .retention_interval = retention});
+    EXPECT_TRUE(cache.has_value());
+    return Chunks(
+        *cache, 200,
+        {.max_num_scheduled_tokens = 256, .shared_prefix_boundary = 100});
+  };
+  EXPECT_EQ(chunks(std::nullopt), (std::vector<std::uint32_t>{64, 128, 8}));
+  EXPECT_EQ(chunks(0), (std::vector<std::uint32_t>{64, 32, 32, 64, 8}));
+  EXPECT_EQ(chunks(128), (std::vector<std::uint32_t>{64, 64, 64, 8}));
+}
+
 TEST(PrefillSplitTest, AttentionOnlyModelsAreNotSplit) {
   Result<CacheManager> cache =
       CacheManager::Create({.groups = {{.block_size = 512}},

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "groups/recurrent_state.h"
+#include "groups/retention.h"
 
 namespace hkv::internal {
 
@@ -34,6 +35,9 @@ SplitRules MakeSplitRules(const CacheConfig& config,
   rules.checkpoint_unit =
       rules.fine ? config.keys.hash_unit : geometry.scheduler_block;
   rules.rewind = geometry.groups[0].draft_model;
+  rules.alignment = geometry.alignment;
+  rules.scheduler_block = geometry.scheduler_block;
+  rules.retention_interval = config.retention_interval;
   return rules;
 }
 
@@ -42,6 +46,28 @@ namespace {
 std::uint32_t Checkpoint(std::uint32_t n, std::uint32_t unit,
                          DraftRewind rewind) {
   return RecurrentStateManager::CheckpointPosition(n, unit, rewind);
+}
+
+// Sparse retention keeps states only where they were left: stop on each
+// retention segment's end, and with R = 0 on every position it keeps.
+template <typename Consider>
+void ConsiderRetention(const SplitRules& rules, const SplitInput& input,
+                       std::uint32_t start, Consider&& consider) {
+  if (!rules.retention_interval) return;
+  const std::uint32_t r = *rules.retention_interval;
+  if (r > 0) {
+    consider((start / r + 1) * r);
+    return;
+  }
+  const std::uint32_t prompt = input.num_prompt_tokens;
+  const bool rewind = rules.rewind == DraftRewind::kEagle;
+  for (std::uint32_t x :
+       {prompt > 0 ? prompt - 1 : 0u, input.chunk.shared_prefix_boundary}) {
+    if (x == 0) continue;
+    for (std::uint32_t a : {rules.alignment, rules.scheduler_block}) {
+      for (std::uint32_t p : ReachablePositions(x, a, rewind)) consider(p);
+    }
+  }
 }
 
 }  // namespace
@@ -81,6 +107,7 @@ std::uint32_t SplitPrefill(const SplitRules& rules, const SplitInput& input) {
   if (junction > start && junction < end) {
     consider(start + (junction - start) / b * b);
   }
+  ConsiderRetention(rules, input, start, consider);
   return end > start ? stop - start : 0;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "cache/cache_geometry.h"
 #include "hkv/cache_manager.h"
@@ -20,6 +21,9 @@ struct SplitRules {
   std::uint32_t checkpoint_unit = 0;  // the unit of the prompt's checkpoint
   bool fine = false;                  // hits may end inside blocks
   DraftRewind rewind = DraftRewind::kNone;
+  std::uint32_t alignment = 0;        // A
+  std::uint32_t scheduler_block = 0;  // S
+  std::optional<std::uint32_t> retention_interval = std::nullopt;
 };
 
 SplitRules MakeSplitRules(const CacheConfig& config,
