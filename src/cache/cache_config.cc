@@ -60,32 +60,36 @@ Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
   return {};
 }
 
+Result<void> ValidateRetention(const CacheConfig& config,
+                               std::uint64_t scheduler_block) {
+  if (!config.retention_interval || *config.retention_interval == 0) return {};
+  const std::uint32_t r = *config.retention_interval;
+  if (r % scheduler_block != 0) {
+    return Invalid("retention interval " + Num(r) +
+                   " is not a multiple of the scheduler block " +
+                   Num(scheduler_block));
+  }
+  const bool sparse_kind = std::any_of(
+      config.groups.begin(), config.groups.end(), [](const GroupSpec& g) {
+        return g.kind == GroupKind::kSlidingWindow ||
+               g.kind == GroupKind::kRecurrent;
+      });
+  if (!sparse_kind) {
+    return Invalid(
+        "a retention interval needs a sliding-window or recurrent "
+        "group");
+  }
+  return {};
+}
+
 // Rules that depend on the scheduler block S, the lcm of all blocks.
 Result<void> ValidateAlignment(const CacheConfig& config) {
   std::uint64_t scheduler_block = 1;
   for (const GroupSpec& g : config.groups) {
-    const bool sharded =
-        g.dcp_layout == DcpLayout::kSharded && g.kind != GroupKind::kRecurrent;
-    scheduler_block = std::lcm(scheduler_block, std::uint64_t{g.block_size} *
-                                                    (sharded ? config.dcp : 1));
+    scheduler_block = std::lcm(scheduler_block, TokensPerBlock(g, config.dcp));
   }
-  if (config.retention_interval && *config.retention_interval > 0) {
-    const std::uint32_t r = *config.retention_interval;
-    if (r % scheduler_block != 0) {
-      return Invalid("retention interval " + Num(r) +
-                     " is not a multiple of the scheduler block " +
-                     Num(scheduler_block));
-    }
-    const bool sparse_kind = std::any_of(
-        config.groups.begin(), config.groups.end(), [](const GroupSpec& g) {
-          return g.kind == GroupKind::kSlidingWindow ||
-                 g.kind == GroupKind::kRecurrent;
-        });
-    if (!sparse_kind) {
-      return Invalid(
-          "a retention interval needs a sliding-window or "
-          "recurrent group");
-    }
+  if (Result<void> valid = ValidateRetention(config, scheduler_block); !valid) {
+    return valid;
   }
   for (std::size_t i = 0; i < config.groups.size(); ++i) {
     const GroupSpec& g = config.groups[i];

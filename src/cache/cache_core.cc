@@ -131,28 +131,31 @@ void CacheCore::CheckAllocation(const Request& request,
               "a hit can only be adopted by a request that holds no blocks");
   HKV_REQUIRE(args.num_computed_tokens == 0,
               "a request adopting a hit has computed nothing else");
-  HKV_REQUIRE(hit->num_tokens < request.num_tokens(),
+  CheckHit(request, *hit);
+}
+
+void CacheCore::CheckHit(const Request& request, const CacheHit& hit) const {
+  HKV_REQUIRE(hit.num_tokens < request.num_tokens(),
               "a hit covers less than the request's tokens");
-  HKV_REQUIRE(hit->blocks.size() == groups_.size(),
+  HKV_REQUIRE(hit.blocks.size() == groups_.size(),
               "the hit has one block list per group");
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     const std::uint32_t b = groups_[g]->geometry().block_size;
     const std::size_t covering = IsPrefixCacheable(config_.groups[g])
-                                     ? (hit->num_tokens + b - 1) / b
+                                     ? (hit.num_tokens + b - 1) / b
                                      : 0;  // a group that caches nothing
-    HKV_REQUIRE(hit->blocks[g].size() == covering,
+    HKV_REQUIRE(hit.blocks[g].size() == covering,
                 "each group's hit blocks cover the hit");
-    for (BlockId block : hit->blocks[g]) {
+    for (BlockId block : hit.blocks[g]) {
       HKV_REQUIRE(ToIndex(block) < pool_.num_blocks(),
                   "hit block id out of range");
     }
   }
-  if (hit->key_generation != pool_.key_generation()) {
+  if (hit.key_generation != pool_.key_generation()) {
     const CacheHit fresh = Lookup(request);
     HKV_REQUIRE(
-        fresh.num_tokens == hit->num_tokens && fresh.blocks == hit->blocks,
-        "the hit's blocks changed since the lookup; look the request "
-        "up again");
+        fresh.num_tokens == hit.num_tokens && fresh.blocks == hit.blocks,
+        "the hit's blocks changed since the lookup; look the request up again");
   }
 }
 

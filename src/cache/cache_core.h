@@ -76,6 +76,8 @@ class CacheCore {
   std::uint32_t MaxHitLength(const Request& request) const;
   void CheckAllocation(const Request& request, const AllocationRequest& args,
                        const RequestState* state) const;
+  // A hit must cover itself in every group and still be what a lookup finds.
+  void CheckHit(const Request& request, const CacheHit& hit) const;
   // Starts tracking a request (and counts its admission).
   absl::flat_hash_map<RequestId, RequestState>::iterator Admit(
       const Request& request, const CacheHit* hit);

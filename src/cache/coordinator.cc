@@ -39,9 +39,10 @@ CommonHit Coordinator::FindUnitary(std::span<const BlockHash> keys,
 std::uint32_t Coordinator::ProofLength(const GroupManager& manager,
                                        std::uint32_t length,
                                        std::size_t num_keys) const {
-  if (!manager.RewindsItself()) return length;
+  if (!manager.traits().rewinds_itself) return length;
   const GroupGeometry& g = manager.geometry();
-  const bool unit_margin = geometry_.partial_hits && manager.FineCapable() &&
+  const bool unit_margin = geometry_.partial_hits &&
+                           manager.traits().fine_capable &&
                            g.block_size > g.hash_unit;
   const std::uint64_t proof =
       std::uint64_t{length} + (unit_margin ? g.hash_unit : g.block_size);

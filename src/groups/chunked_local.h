@@ -18,8 +18,9 @@ class ChunkedLocalManager final : public GroupManager {
   // The current chunk's cached blocks from its start, after null blocks for
   // the chunks before it. O(C / b).
   GroupHit FindLongestHit(const HitQuery& query) const override;
-  bool RewindsItself() const override { return false; }
-  bool FineCapable() const override { return false; }
+  LookupTraits traits() const override {
+    return {.rewinds_itself = false, .fine_capable = false};
+  }
 
   // Tokens of the chunks before the current one.
   std::uint32_t SkippedTokens(std::uint32_t num_computed) const override {

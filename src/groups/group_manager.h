@@ -111,11 +111,15 @@ class GroupManager {
   // reference counts.
   virtual GroupHit FindLongestHit(const HitQuery& query) const = 0;
 
-  // Whether FindLongestHit applies a requested rewind itself (attention
-  // kinds); the coordinator then lets it look one unit further.
-  virtual bool RewindsItself() const { return true; }
-  // Whether hits may end inside this kind's blocks.
-  virtual bool FineCapable() const { return true; }
+  // What the coordinator needs to know of a kind's lookups.
+  struct LookupTraits {
+    // FindLongestHit applies a requested rewind itself (attention kinds):
+    // the coordinator then lets it look one unit further.
+    bool rewinds_itself = true;
+    // Hits may end inside this kind's blocks.
+    bool fine_capable = true;
+  };
+  virtual LookupTraits traits() const { return {}; }
 
   // Tokens a request no longer reads once `num_computed` tokens are
   // computed (window groups); their blocks may be released.

@@ -34,7 +34,7 @@ class RecurrentStateManager final : public GroupManager {
   // The latest state at a position <= max_length (on the alignment),
   // preceded by null blocks. Never rewinds. O(max_length / unit).
   GroupHit FindLongestHit(const HitQuery& query) const override;
-  bool RewindsItself() const override { return false; }
+  LookupTraits traits() const override { return {.rewinds_itself = false}; }
 
   // Only the state of the last computed token is read.
   std::uint32_t SkippedTokens(std::uint32_t num_computed) const override {
