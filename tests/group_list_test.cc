@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "test_util.h"
+
 namespace hkv {
 namespace {
 
@@ -117,16 +119,9 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"sliding:16:window=1:window=2", "group 0",
                   "option window given twice"}),
     [](const ::testing::TestParamInfo<Malformed>& test) {
-      // The problem, as an identifier, made unique by the index.
-      std::string name;
-      for (char c : test.param.problem) {
-        if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
-          name += c;
-        } else if (!name.empty() && name.back() != '_') {
-          name += '_';
-        }
-      }
-      return name + std::to_string(test.index);
+      // Unique by the index: problems repeat across groups.
+      return testing::Identifier(test.param.problem) +
+             std::to_string(test.index);
     });
 
 }  // namespace

@@ -3,8 +3,11 @@
 // scheduler's allocate_slots (which caches the scheduled tokens).
 #pragma once
 
+#include <cctype>
 #include <cstdint>
 #include <numeric>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "cache/cache_core.h"
@@ -28,6 +31,21 @@ inline std::vector<TokenId> Concat(std::vector<TokenId> a,
                                    const std::vector<TokenId>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
+}
+
+// `text` as a test-name identifier: letters and digits, other runs as '_'
+// ("input_length" is 0 -> input_length_is_0).
+inline std::string Identifier(std::string_view text) {
+  std::string name;
+  for (char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
+      name += c;
+    } else if (!name.empty() && name.back() != '_') {
+      name += '_';
+    }
+  }
+  while (!name.empty() && name.back() == '_') name.pop_back();
+  return name;
 }
 
 inline std::vector<BlockId> Ids(std::initializer_list<std::uint32_t> ids) {

@@ -11,6 +11,7 @@
 #include "hkv/mooncake_trace.h"
 #include "hkv/replay.h"
 #include "replay_test_util.h"
+#include "test_util.h"
 
 namespace hkv {
 namespace {
@@ -155,17 +156,7 @@ INSTANTIATE_TEST_SUITE_P(
             R"({"timestamp": 0, "input_length": 0, "output_length": 7, "hash_ids": []})",
             R"("input_length" is 0)"}),
     [](const ::testing::TestParamInfo<MalformedLine>& test) {
-      // The problem, as an identifier: "input_length_is_0".
-      std::string name;
-      for (char c : test.param.problem) {
-        if (std::isalnum(static_cast<unsigned char>(c)) != 0) {
-          name += c;
-        } else if (!name.empty() && name.back() != '_') {
-          name += '_';
-        }
-      }
-      while (!name.empty() && name.back() == '_') name.pop_back();
-      return name;
+      return testing::Identifier(test.param.problem);
     });
 
 TEST(TraceTokensTest, HasInputLengthTokensInsideTheVocabulary) {
