@@ -286,8 +286,14 @@ void CacheCore::Commit(const Request& request,
                 "commit beyond the blocks allocated to the request");
   }
   if (!pool_.caching_enabled()) return;
+  // Only partial tails and sparse retention read the replay positions; a
+  // decode step of a plain model skips computing them.
+  const bool needs_replay =
+      geometry_.partial_hits || config_.retention_interval.has_value();
   const std::vector<std::uint32_t> replay =
-      ReplayBoundaries(geometry_, request, it->second.shared_prefix_boundary);
+      needs_replay ? ReplayBoundaries(geometry_, request,
+                                      it->second.shared_prefix_boundary)
+                   : std::vector<std::uint32_t>{};
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     // A recurrent group needs the true chunk end: its state is there, and
     // a count aligned below it would name a block holding an older state.
