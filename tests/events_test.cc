@@ -99,5 +99,27 @@ TEST(EventsTest, V22_LoraIdIsReported) {
   }
 }
 
+TEST(EventsTest, StoredEventsNameTheirGroupKind) {
+  internal::CacheCore cache(
+      CacheConfig{.groups = {{.block_size = 16},
+                             {.kind = GroupKind::kSlidingWindow,
+                              .block_size = 16,
+                              .sliding_window = 64},
+                             {.kind = GroupKind::kRecurrent, .block_size = 16}},
+                  .num_blocks = 20,
+                  .keys = {.hash_unit = 16},
+                  .events = KvEventMode::kEnabled});
+  const Request r({.id = RequestId{0}}, Range(0, 32), cache.key_scheme());
+  AllocateAndCommit(cache, r, 32);
+  std::vector<std::string> kinds;
+  for (const KvEvent& event : cache.TakeEvents()) {
+    const auto& stored = std::get<BlockStored>(event);
+    kinds.push_back(*stored.spec_kind);
+    EXPECT_EQ(stored.sliding_window.has_value(), stored.group == GroupId{1});
+  }
+  EXPECT_THAT(kinds, ::testing::ElementsAre("full_attention", "sliding_window",
+                                            "mamba"));
+}
+
 }  // namespace
 }  // namespace hkv

@@ -32,8 +32,10 @@ struct BlockStored {
   // One entry per hash: its extra keys, or none.
   std::vector<std::optional<std::vector<ExtraKey>>> extra_keys = {};
   GroupId group{0};
-  // The group's kind ("full_attention", ...); none for pool-level events.
+  // The group's kind ("full_attention", ...) and, for sliding-window
+  // groups, the window; none for pool-level events.
   std::optional<std::string> spec_kind = std::nullopt;
+  std::optional<std::uint32_t> sliding_window = std::nullopt;
   std::string medium = "GPU";
 };
 

@@ -336,8 +336,11 @@ std::vector<KvEvent> CacheCore::TakeEvents() {
   std::vector<KvEvent> events = pool_.events().Take();
   for (KvEvent& event : events) {
     if (auto* stored = std::get_if<BlockStored>(&event)) {
-      stored->spec_kind =
-          std::string(KindName(config_.groups[ToIndex(stored->group)].kind));
+      const GroupSpec& spec = config_.groups[ToIndex(stored->group)];
+      stored->spec_kind = std::string(KindName(spec.kind));
+      if (spec.kind == GroupKind::kSlidingWindow) {
+        stored->sliding_window = spec.sliding_window;
+      }
     }
   }
   return events;
