@@ -6,7 +6,7 @@
 //   hit = Lookup(r)                       // new or preempted requests only
 //   Allocate(r, {.num_new_tokens = n, .hit = &hit})   // std::nullopt: no room
 //   engine runs TakeCopies(), then the model
-//   Commit(r, computed)                   // registers reusable prefixes
+//   Commit(r, computed)                   // at the chunk's end: reusable now
 //   FinishStep()                          // releases copied blocks' pins
 //   Free(r.id())                          // when the request finishes
 //
@@ -221,9 +221,11 @@ class CacheManager {
                              const PrefillChunk& chunk) const;
 
   // Registers the reusable prefixes of the first `num_computed_tokens`
-  // tokens (capped at the request's token count): full blocks, and the
-  // prompt's partial tail when hash units are finer than blocks.
-  // REQUIRES: the request holds blocks covering them.
+  // tokens (capped at the request's token count): full blocks (window blocks
+  // and states as the retention keeps them), the prompt's partial tail when
+  // hash units are finer than blocks, and recurrent checkpoints. Call it at
+  // the end of each computed chunk: a recurrent group's state exists only
+  // there. REQUIRES: the request holds blocks covering them.
   void Commit(const Request& request, std::uint32_t num_computed_tokens);
 
   // Releases the request's blocks, last first; cached ones stay findable
