@@ -81,6 +81,8 @@ bool HybridOracle::Resumable(const Probe& probe, std::size_t g, std::uint32_t p,
     case GroupKind::kRecurrent:
       return (geometry_.groups[g].alignment < b || p % b == 0) &&
              Cached(probe, id, p);
+    case GroupKind::kScratch:
+      break;  // caches nothing: left out by Hit
   }
   return false;
 }

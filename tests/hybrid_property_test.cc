@@ -21,7 +21,7 @@ namespace {
 
 GroupSpec GenGroup(std::uint32_t unit) {
   GroupSpec g;
-  switch (*rc::gen::inRange(0, 4)) {
+  switch (*rc::gen::inRange(0, 5)) {
     case 0:
       g.kind = GroupKind::kFullAttention;
       break;
@@ -31,8 +31,12 @@ GroupSpec GenGroup(std::uint32_t unit) {
     case 2:
       g.kind = GroupKind::kChunkedLocal;
       break;
-    default:
+    case 3:
       g.kind = GroupKind::kRecurrent;
+      break;
+    default:
+      g.kind = GroupKind::kScratch;
+      g.scratch_blocks = *rc::gen::inRange(1u, 3u);
       break;
   }
   g.block_size = unit * *rc::gen::element(1u, 2u, 4u);
@@ -43,7 +47,8 @@ GroupSpec GenGroup(std::uint32_t unit) {
   if (g.kind == GroupKind::kSlidingWindow) {
     g.sliding_window = *rc::gen::inRange(1u, 3 * g.block_size + 1);
   }
-  if (g.kind != GroupKind::kChunkedLocal && *rc::gen::inRange(0, 4) == 0) {
+  if (g.kind != GroupKind::kChunkedLocal && g.kind != GroupKind::kScratch &&
+      *rc::gen::inRange(0, 4) == 0) {
     g.speculation = Speculation::kEagle;
   }
   if (g.kind == GroupKind::kRecurrent) {

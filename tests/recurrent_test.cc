@@ -420,6 +420,34 @@ TEST_F(RecurrentTest, JunctionStateIsKeptUnderResendOnlyRetention) {
       32u);
 }
 
+GroupSpec Scratch(std::uint32_t block) {
+  return {
+      .kind = GroupKind::kScratch, .block_size = block, .scratch_blocks = 1};
+}
+
+TEST_F(RecurrentTest, V68_ScratchGroupKeepsPartialHitsOn) {
+  Build({Full(2), State(4), Scratch(2)}, 2, 30);
+  EXPECT_EQ(cache_->geometry(GroupId{0}).alignment, 2u);
+  ASSERT_TRUE(Schedule(Make(0, {0, 0, 1, 1, 2, 2, 3}), 0, 6));
+  NextStep();
+  const Request r1 = Make(1, {0, 0, 1, 1, 2, 2, 3, 3});
+  const CacheHit hit = cache_->Lookup(r1);
+  EXPECT_EQ(hit.num_tokens, 6u);
+  EXPECT_TRUE(hit.blocks[2].empty());
+  EXPECT_TRUE(Schedule(r1, 0, 2, &hit));
+}
+
+TEST_F(RecurrentTest, V69_ScratchBlockBelowTheHashUnit) {
+  Build({Full(1152), State(1152), Scratch(64)}, 128, 40);
+  EXPECT_EQ(cache_->geometry(GroupId{0}).scheduler_block, 1152u);
+  EXPECT_EQ(cache_->geometry(GroupId{0}).alignment, 128u);
+  ASSERT_TRUE(Schedule(Make(0, Range(0, 1537)), 0, 1536));
+  NextStep();
+  const CacheHit hit =
+      cache_->Lookup(Make(1, Concat(Range(0, 1536), Repeat(12, 64))));
+  EXPECT_EQ(hit.num_tokens, 1536u);
+}
+
 class DcpTest : public RecurrentTest,
                 public ::testing::WithParamInterface<std::uint32_t> {};
 

@@ -192,5 +192,33 @@ TEST(WindowGroupsTest, V44_AllocatorTakesWhatThePredictorCounted) {
   EXPECT_EQ(free_before - pool.num_free_blocks(), 2u);
 }
 
+TEST(WindowGroupsTest, V46_ScratchRingReusesFreedPagesFirst) {
+  internal::CacheCore cache(CacheConfig{.groups = {{.kind = GroupKind::kScratch,
+                                                    .block_size = 16,
+                                                    .scratch_blocks = 1}},
+                                        .num_blocks = 8,
+                                        .keys = {.hash_unit = 16}});
+  Request r0({.id = RequestId{0}}, testing::Range(0, 16), cache.key_scheme());
+  const Request r1({.id = RequestId{1}}, testing::Range(0, 16),
+                   cache.key_scheme());
+  const auto b0 = cache.Allocate(r0, {.num_new_tokens = 16})->blocks[0];
+  const auto b1 = cache.Allocate(r1, {.num_new_tokens = 16})->blocks[0];
+  ASSERT_EQ(b0.size(), 1u);
+  ASSERT_EQ(b1.size(), 1u);
+  EXPECT_NE(b0[0], b1[0]);
+  r0.AppendTokens(testing::Range(16, 48));
+  EXPECT_TRUE(
+      cache.Allocate(r0, {.num_computed_tokens = 16, .num_new_tokens = 32})
+          ->blocks[0]
+          .empty());
+  cache.Commit(r0, 48);
+  cache.Free(r0.id());
+  const Request r2({.id = RequestId{2}}, testing::Range(0, 16),
+                   cache.key_scheme());
+  EXPECT_EQ(cache.Lookup(r2).num_tokens, 0u);
+  EXPECT_EQ(cache.Allocate(r2, {.num_new_tokens = 16})->blocks[0],
+            std::vector<BlockId>{b0[0]});
+}
+
 }  // namespace
 }  // namespace hkv

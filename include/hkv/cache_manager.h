@@ -44,6 +44,8 @@ enum class GroupKind {
   kSlidingWindow,  // sliding-window attention over `sliding_window` tokens
   kChunkedLocal,   // attention within chunks of `chunk_size` tokens
   kRecurrent,      // recurrent state (Mamba2, GatedDeltaNet, KDA)
+  kScratch,        // per-request scratch pages (a ring, a K-pool tail):
+                   // `scratch_blocks` blocks, never cached
 };
 
 // Which recurrent states the kernel leaves behind: in kAlign only at the end
@@ -72,9 +74,11 @@ struct GroupSpec {
   RecurrentMode recurrent_mode = RecurrentMode::kAlign;  // kRecurrent
   // State blocks for speculative tokens, kept after the current state.
   std::uint32_t speculative_blocks = 0;  // kRecurrent
+  std::uint32_t scratch_blocks = 0;      // kScratch: blocks per request
 };
 
-// Whether a group's blocks can serve prefix hits (all but recurrent kNone).
+// Whether a group's blocks can serve prefix hits (all but scratch groups and
+// recurrent kNone).
 bool IsPrefixCacheable(const GroupSpec& group);
 
 // Tokens one block of `group` covers: block_size times the DCP width for

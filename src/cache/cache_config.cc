@@ -23,7 +23,9 @@ Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
     return Invalid(name + "block of " + Num(block) +
                    " tokens exceeds 2^32 - 1");
   }
-  if (group.block_size == 0 || block % unit != 0) {
+  // Only cacheable groups' blocks are keyed, so only they need the unit.
+  if (group.block_size == 0 ||
+      (IsPrefixCacheable(group) && block % unit != 0)) {
     return Invalid(name + "block size " + Num(block) +
                    " is not a positive multiple of the hash unit " + Num(unit));
   }
@@ -55,6 +57,11 @@ Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
       }
       break;
     case GroupKind::kRecurrent:
+      break;
+    case GroupKind::kScratch:
+      if (group.scratch_blocks == 0) {
+        return Invalid(name + "a scratch group needs scratch_blocks >= 1");
+      }
       break;
   }
   return {};
@@ -118,6 +125,7 @@ Result<void> ValidateAlignment(const CacheConfig& config) {
 }  // namespace
 
 bool IsPrefixCacheable(const GroupSpec& group) {
+  if (group.kind == GroupKind::kScratch) return false;
   return !(group.kind == GroupKind::kRecurrent &&
            group.recurrent_mode == RecurrentMode::kNone);
 }

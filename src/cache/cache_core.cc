@@ -7,6 +7,7 @@
 #include "groups/chunked_local.h"
 #include "groups/full_attention.h"
 #include "groups/recurrent_state.h"
+#include "groups/scratch.h"
 #include "groups/sliding_window.h"
 
 namespace hkv::internal {
@@ -31,6 +32,9 @@ std::unique_ptr<GroupManager> MakeManager(const GroupSpec& spec,
     case GroupKind::kRecurrent:
       return std::make_unique<RecurrentStateManager>(
           pool, geometry, spec.recurrent_mode, spec.speculative_blocks);
+    case GroupKind::kScratch:
+      return std::make_unique<ScratchManager>(pool, geometry,
+                                              spec.scratch_blocks);
     case GroupKind::kFullAttention:
       break;
   }
@@ -45,6 +49,8 @@ std::string_view KindName(GroupKind kind) {
       return "chunked_local_attention";
     case GroupKind::kRecurrent:
       return "mamba";
+    case GroupKind::kScratch:
+      return "circular_buffer";
     case GroupKind::kFullAttention:
       break;
   }
@@ -281,6 +287,8 @@ void CacheCore::Commit(const Request& request,
               "commit for a request that holds no blocks");
   const std::uint32_t n = std::min(num_computed_tokens, request.num_tokens());
   for (std::size_t g = 0; g < groups_.size(); ++g) {
+    // Scratch pages are rewritten in place and cover no positions.
+    if (config_.groups[g].kind == GroupKind::kScratch) continue;
     const std::uint32_t b = groups_[g]->geometry().block_size;
     HKV_REQUIRE(it->second.tables[g].blocks.size() * b >= n,
                 "commit beyond the blocks allocated to the request");

@@ -219,6 +219,8 @@ std::string_view GroupKindName(GroupKind kind) {
       return "chunked";
     case GroupKind::kRecurrent:
       return "recurrent";
+    case GroupKind::kScratch:
+      return "scratch";
     case GroupKind::kFullAttention:
       break;
   }
