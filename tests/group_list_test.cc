@@ -54,6 +54,9 @@ TEST(GroupListTest, ParsesEveryOption) {
   EXPECT_EQ(groups[2].speculative_blocks, 0u);
   EXPECT_EQ(groups[3].dcp_layout, DcpLayout::kReplicated);
   EXPECT_EQ(groups[3].speculation, Speculation::kEagle);
+  EXPECT_EQ(Parse("scratch:64:blocks=2")[0].scratch_blocks, 2u);
+  EXPECT_EQ(Parse("recurrent:16:mode=none")[0].recurrent_mode,
+            RecurrentMode::kNone);
 }
 
 TEST(GroupListTest, KindNamesAreTheSyntaxNames) {
@@ -61,7 +64,8 @@ TEST(GroupListTest, KindNamesAreTheSyntaxNames) {
       {"full:16", GroupKind::kFullAttention},
       {"sliding:16:window=1", GroupKind::kSlidingWindow},
       {"chunked:16:chunk=1", GroupKind::kChunkedLocal},
-      {"recurrent:16", GroupKind::kRecurrent}};
+      {"recurrent:16", GroupKind::kRecurrent},
+      {"scratch:64:blocks=2", GroupKind::kScratch}};
   for (const auto& [text, kind] : cases) {
     const std::vector<GroupSpec> groups = Parse(text);
     ASSERT_EQ(groups.size(), 1u) << text;
@@ -115,6 +119,7 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"recurrent:16:mode=some", "group 0",
                   "mode must be align, all or none, got \"some\""},
         Malformed{"recurrent:16:spec=x", "group 0", "spec \"x\" is not"},
+        Malformed{"scratch:64", "group 0", "scratch needs blocks=N"},
         Malformed{"full:16:eagle:eagle", "group 0", "option eagle given twice"},
         Malformed{"sliding:16:window=1:window=2", "group 0",
                   "option window given twice"}),

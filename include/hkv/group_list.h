@@ -3,7 +3,8 @@
 //
 //   kinds    full, sliding (needs window=W), chunked (needs chunk=C),
 //            recurrent (mode=align|all|none, default align; spec=S speculative
-//            state blocks, default 0)
+//            state blocks, default 0), scratch (needs blocks=N pages per
+//            request)
 //   options  eagle (the group feeds an EAGLE/MTP draft model), replicated
 //            (whole pages on every DCP rank instead of sharded ones)
 //
@@ -36,8 +37,8 @@ namespace hkv {
 [[nodiscard]] Result<std::vector<GroupSpec>> ParseGroupList(
     std::string_view text);
 
-// The kind's name in the group-list syntax: "full", "sliding", "chunked" or
-// "recurrent".
+// The kind's name in the group-list syntax: "full", "sliding", "chunked",
+// "recurrent" or "scratch".
 std::string_view GroupKindName(GroupKind kind);
 
 }  // namespace hkv

@@ -53,8 +53,9 @@ Result<std::uint32_t> ParseNumber(std::string_view text, std::string_view what,
 }
 
 std::optional<GroupKind> ParseKind(std::string_view name) {
-  for (GroupKind kind : {GroupKind::kFullAttention, GroupKind::kSlidingWindow,
-                         GroupKind::kChunkedLocal, GroupKind::kRecurrent}) {
+  for (GroupKind kind :
+       {GroupKind::kFullAttention, GroupKind::kSlidingWindow,
+        GroupKind::kChunkedLocal, GroupKind::kRecurrent, GroupKind::kScratch}) {
     if (name == GroupKindName(kind)) return kind;
   }
   return std::nullopt;
@@ -72,6 +73,7 @@ constexpr NumberOption kNumberOptions[] = {
     {"window", GroupKind::kSlidingWindow, &GroupSpec::sliding_window, 1},
     {"chunk", GroupKind::kChunkedLocal, &GroupSpec::chunk_size, 1},
     {"spec", GroupKind::kRecurrent, &GroupSpec::speculative_blocks, 0},
+    {"blocks", GroupKind::kScratch, &GroupSpec::scratch_blocks, 1},
 };
 
 Result<void> CheckKind(std::string_view option, GroupKind wanted,
@@ -186,6 +188,9 @@ Result<GroupSpec> ParseGroup(std::string_view text) {
   }
   if (spec.kind == GroupKind::kChunkedLocal && spec.chunk_size == 0) {
     return Fail(ErrorCode::kInvalidArgument, "chunked needs chunk=C");
+  }
+  if (spec.kind == GroupKind::kScratch && spec.scratch_blocks == 0) {
+    return Fail(ErrorCode::kInvalidArgument, "scratch needs blocks=N");
   }
   return spec;
 }

@@ -127,7 +127,7 @@ void RegisterReplay(CLI::App& app) {
          "Cache groups instead of one full group of --block-size: "
          "kind:block[:option...],... with kinds full, sliding "
          "(window=W), chunked (chunk=C), recurrent (mode=align|all|none, "
-         "spec=S) and options eagle, replicated")
+         "spec=S), scratch (blocks=N) and options eagle, replicated")
       ->check(kGroupListValidator)
       ->excludes(block_size);
   sub->add_option("--dcp", options->dcp,
