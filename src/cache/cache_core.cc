@@ -303,13 +303,10 @@ void CacheCore::Commit(const Request& request,
                                       it->second.shared_prefix_boundary)
                    : std::vector<std::uint32_t>{};
   for (std::size_t g = 0; g < groups_.size(); ++g) {
-    // A recurrent group needs the true chunk end: its state is there, and
-    // a count aligned below it would name a block holding an older state.
-    const bool recurrent = config_.groups[g].kind == GroupKind::kRecurrent;
-    groups_[g]->Commit(
-        it->second.tables[g], request,
-        recurrent ? n : CacheableTokens(geometry_, n, groups_[g]->geometry()),
-        replay);
+    groups_[g]->Commit(it->second.tables[g], request,
+                       CacheableTokens(geometry_, n, config_.groups[g].kind,
+                                       groups_[g]->geometry()),
+                       replay);
   }
 }
 

@@ -52,9 +52,11 @@ std::vector<std::uint32_t> ReplayBoundaries(const CacheGeometry& geometry,
 }
 
 std::uint32_t CacheableTokens(const CacheGeometry& geometry,
-                              std::uint32_t num_tokens,
+                              std::uint32_t num_tokens, GroupKind kind,
                               const GroupGeometry& group) {
-  if (geometry.groups.size() == 1) return num_tokens;
+  if (geometry.groups.size() == 1 || kind == GroupKind::kRecurrent) {
+    return num_tokens;
+  }
   const auto aligned = [&geometry](std::uint32_t n) {
     return geometry.partial_hits
                ? n

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cache/cache_geometry.h"
+#include "hkv/cache_manager.h"
 #include "hkv/request.h"
 
 namespace hkv::internal {
@@ -24,11 +25,14 @@ std::vector<std::uint32_t> ReplayBoundaries(const CacheGeometry& geometry,
                                             const Request& request,
                                             std::uint32_t junction);
 
-// Of a commit of `num_tokens`, the tokens `group` registers: all of them, or
-// in hybrids without fine hits the scheduler-block-aligned prefix (one block
-// more for rewinding groups, whose lookups prove one block past it).
+// Of a commit of `num_tokens`, the tokens a group of `kind` registers: all
+// of them, or in hybrids without fine hits the scheduler-block-aligned prefix
+// (one block more for rewinding groups, whose lookups prove one block past
+// it). A recurrent group always registers the true chunk end: its state is
+// there, and a count aligned below it would name a block holding an older
+// state.
 std::uint32_t CacheableTokens(const CacheGeometry& geometry,
-                              std::uint32_t num_tokens,
+                              std::uint32_t num_tokens, GroupKind kind,
                               const GroupGeometry& group);
 
 }  // namespace hkv::internal
