@@ -137,7 +137,8 @@ TEST_P(RetirementTest, V49_PeakBlocksHeld) {
     manager.RemoveSkippedBlocks(table, done > in_flight ? done - in_flight : 0);
     const internal::AllocationDemand demand{.num_slots = done + n,
                                             .num_main = done + n,
-                                            .num_local_computed = done};
+                                            .num_local_computed = done,
+                                            .num_computed = done};
     const std::uint32_t predicted = manager.NumBlocksToAllocate(table, demand);
     const std::uint32_t free_before = pool.num_free_blocks();
     std::vector<BlockId> placed;

@@ -114,6 +114,7 @@ internal::AllocationDemand Demand(std::uint32_t tokens,
   return {.num_slots = tokens,
           .num_main = tokens,
           .num_local_computed = local,
+          .num_computed = local,
           .hit = hit};
 }
 
@@ -183,7 +184,7 @@ TEST(WindowGroupsTest, V44_AllocatorTakesWhatThePredictorCounted) {
   GroupTable table;
   EXPECT_EQ(window.NumBlocksToAllocate(table, Demand(4, hit, 2)), 2u);
   const std::uint32_t free_before = pool.num_free_blocks();
-  window.AdoptHit(table, hit, 2);
+  window.AdoptHit(table, Demand(4, hit, 2));
   std::vector<BlockId> placed;
   internal::CopyLog log;
   window.AllocateNew(table, Demand(4, {}, 2), placed, log);

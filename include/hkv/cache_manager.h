@@ -139,6 +139,10 @@ struct AllocationRequest {
   // Tokens this request already computed before this call, excluding `hit`;
   // 0 when `hit` is set (a hit is adopted on the first allocation only).
   std::uint32_t num_computed_tokens = 0;
+  // Tokens after those that a connector (an offload tier, a remote
+  // cache) loads into the request's blocks before the step: computed, not
+  // hits. The blocks to hold them are allocated here.
+  std::uint32_t num_external_computed_tokens = 0;
   // Tokens to compute in this step (drafts included).
   std::uint32_t num_new_tokens = 0;
   // Extra slots for speculative tokens, beyond num_new_tokens.

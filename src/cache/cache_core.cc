@@ -126,9 +126,10 @@ void CacheCore::CheckAllocation(const Request& request,
   HKV_REQUIRE(request.key_scheme() == scheme_,
               "request keyed with a different key scheme than the cache");
   const CacheHit* hit = args.hit;
-  HKV_REQUIRE(
-      args.num_new_tokens > 0 || (hit != nullptr && hit->num_tokens > 0),
-      "an allocation needs new tokens or a hit");
+  HKV_REQUIRE(args.num_new_tokens > 0 ||
+                  args.num_external_computed_tokens > 0 ||
+                  (hit != nullptr && hit->num_tokens > 0),
+              "an allocation needs new tokens, external tokens or a hit");
   HKV_REQUIRE(
       !running || args.num_computed_tokens <= state->num_slots,
       "num_computed_tokens beyond the tokens the request's blocks cover");
@@ -189,7 +190,10 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
       args.hit != nullptr && args.hit->num_tokens > 0 ? args.hit : nullptr;
   const std::uint32_t hit_tokens = hit ? hit->num_tokens : 0;
   const std::uint32_t num_local = args.num_computed_tokens + hit_tokens;
-  const std::uint32_t total = std::min(num_local, config_.max_model_len);
+  const std::uint32_t total =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(
+          std::uint64_t{num_local} + args.num_external_computed_tokens,
+          config_.max_model_len));
   const std::uint32_t num_main = CheckedCount(
       std::uint64_t{total} + args.num_new_tokens, "request tokens");
   const AllocationDemand demand{
@@ -197,7 +201,8 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
           std::uint64_t{num_main} + args.num_lookahead_tokens,
           config_.max_model_len)),
       .num_main = num_main,
-      .num_local_computed = num_local};
+      .num_local_computed = num_local,
+      .num_computed = total};
   if (running) {
     // Blocks still read by in-flight steps stay.
     const std::uint32_t processed = total > args.num_in_flight_tokens
@@ -210,9 +215,19 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
   const std::uint64_t need =
       BlocksNeeded(running ? &it->second : nullptr, hit, demand);
   if (need > pool_.num_free_blocks()) return std::nullopt;
-  if (!running) it = Admit(request, args.hit);
+  const std::uint32_t free_before = pool_.num_free_blocks();
+  if (!running) {
+    it = Admit(request, args.hit);
+    // Every group adopts its hit before any group allocates, so one group's
+    // allocation cannot evict another group's hit blocks.
+    AdoptHit(it->second, hit, demand);
+  }
   it->second.num_slots = std::max(it->second.num_slots, demand.num_slots);
-  return Place(it->second, hit, demand, need);
+  NewBlocks placed = AllocateNew(it->second, demand);
+  // The predictors and the allocators agree: allocations are all or nothing.
+  HKV_DCHECK(free_before - pool_.num_free_blocks() == need);
+  static_cast<void>(free_before);
+  return placed;
 }
 
 void CacheCore::CountMiss(const CacheHit& hit) {
@@ -255,28 +270,24 @@ CacheCore::Admit(const Request& request, const CacheHit* hit) {
   return it;
 }
 
-NewBlocks CacheCore::Place(RequestState& state, const CacheHit* hit,
-                           const AllocationDemand& demand,
-                           std::uint64_t predicted) {
-  const std::uint32_t free_before = pool_.num_free_blocks();
-  // Every group adopts its hit before any group allocates, so one group's
-  // allocation cannot evict another group's hit blocks.
-  if (hit != nullptr) {
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-      groups_[g]->AdoptHit(state.tables[g], hit->blocks[g],
-                           demand.num_local_computed);
-    }
+void CacheCore::AdoptHit(RequestState& state, const CacheHit* hit,
+                         const AllocationDemand& demand) {
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    AllocationDemand adopted = demand;
+    adopted.hit = {};
+    if (hit != nullptr) adopted.hit = hit->blocks[g];
+    groups_[g]->AdoptHit(state.tables[g], adopted);
   }
+}
+
+NewBlocks CacheCore::AllocateNew(RequestState& state,
+                                 const AllocationDemand& demand) {
   NewBlocks placed;
   placed.blocks.resize(groups_.size());
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     groups_[g]->AllocateNew(state.tables[g], demand, placed.blocks[g],
                             pending_copies_);
   }
-  // The predictors and the allocators agree: allocations are all or nothing.
-  HKV_DCHECK(free_before - pool_.num_free_blocks() == predicted);
-  static_cast<void>(free_before);
-  static_cast<void>(predicted);
   return placed;
 }
 

@@ -84,10 +84,12 @@ class CacheCore {
   void CountMiss(const CacheHit& hit);
   MissCause MissCauseOf(const CommonHit& common,
                         std::span<const BlockHash> keys) const;
-  // Adopts the hit in every group, then allocates in every group.
-  // `predicted` is what BlocksNeeded counted.
-  NewBlocks Place(RequestState& state, const CacheHit* hit,
-                  const AllocationDemand& demand, std::uint64_t predicted);
+  // A new request's tables: its hit (nullable) in every group, with null
+  // slots for what window groups no longer read.
+  void AdoptHit(RequestState& state, const CacheHit* hit,
+                const AllocationDemand& demand);
+  // Grows every group's table to the demand: what BlocksNeeded counted.
+  NewBlocks AllocateNew(RequestState& state, const AllocationDemand& demand);
   std::uint64_t BlocksNeeded(const RequestState* state, const CacheHit* hit,
                              AllocationDemand demand) const;
 

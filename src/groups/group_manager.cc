@@ -35,30 +35,42 @@ PrefixKey GroupManager::UnitKey(std::span<const BlockHash> keys,
 std::uint32_t GroupManager::NumBlocksToAllocate(
     const GroupTable& table, const AllocationDemand& demand) const {
   const std::span<const BlockId> hit = demand.hit;
-  const std::uint32_t num_local_computed = demand.num_local_computed;
   const std::uint32_t required = BlocksFor(demand.num_slots);
   const auto held = static_cast<std::uint32_t>(table.blocks.size());
   const std::uint32_t skipped =
-      SkippedTokens(num_local_computed) / geometry_.block_size;
+      SkippedTokens(demand.num_computed) / geometry_.block_size;
   const std::uint32_t local = static_cast<std::uint32_t>(hit.size()) + held;
   const std::uint32_t num_new =
       required - std::min(required, std::max(skipped, local));
-  const std::uint32_t skip_hits = skipped > held ? skipped - held : 0;
-  std::uint32_t evictable = 0;
-  for (std::size_t i = skip_hits; i < hit.size(); ++i) {
-    evictable += hit[i] != kNullBlock && pool_.ref_count(hit[i]) == 0;
-  }
-  const bool copy_on_write =
-      !hit.empty() && num_local_computed % geometry_.block_size != 0;
-  return num_new + evictable + (copy_on_write ? 1 : 0);
+  return num_new + EvictableHitBlocks(demand, held) +
+         (AdoptsPartialHit(demand) ? 1 : 0);
 }
 
-void GroupManager::AdoptHit(GroupTable& table, std::span<const BlockId> hit,
-                            std::uint32_t num_local_computed) {
+std::uint32_t GroupManager::EvictableHitBlocks(const AllocationDemand& demand,
+                                               std::uint32_t held) const {
+  const std::uint32_t skipped =
+      SkippedTokens(demand.num_computed) / geometry_.block_size;
+  const std::span<const BlockId> hit = demand.hit;
+  std::uint32_t evictable = 0;
+  for (std::size_t i = skipped > held ? skipped - held : 0; i < hit.size();
+       ++i) {
+    evictable += hit[i] != kNullBlock && pool_.ref_count(hit[i]) == 0;
+  }
+  return evictable;
+}
+
+bool GroupManager::AdoptsPartialHit(const AllocationDemand& demand) const {
+  const std::uint32_t b = geometry_.block_size;
+  return demand.hit.size() > SkippedTokens(demand.num_computed) / b &&
+         demand.num_local_computed % b != 0;
+}
+
+void GroupManager::AdoptHit(GroupTable& table, const AllocationDemand& demand) {
   HKV_DCHECK(table.blocks.empty());
+  const std::span<const BlockId> hit = demand.hit;
   // Blocks the request no longer reads stay null, hit or not.
   const std::uint32_t skipped =
-      SkippedTokens(num_local_computed) / geometry_.block_size;
+      SkippedTokens(demand.num_computed) / geometry_.block_size;
   table.blocks.assign(skipped, kNullBlock);
   for (std::size_t i = skipped; i < hit.size(); ++i) {
     pool_.Touch(hit[i]);
@@ -66,8 +78,9 @@ void GroupManager::AdoptHit(GroupTable& table, std::span<const BlockId> hit,
   }
   table.num_committed_blocks = static_cast<std::uint32_t>(table.blocks.size());
   table.from_hit = hit.size() > skipped;
-  if (hit.size() > skipped && num_local_computed % geometry_.block_size != 0) {
-    const std::uint32_t index = num_local_computed / geometry_.block_size;
+  if (AdoptsPartialHit(demand)) {
+    const std::uint32_t index =
+        demand.num_local_computed / geometry_.block_size;
     table.partial_hit =
         GroupTable::PartialHit{.index = index, .source = hit.back()};
     table.num_committed_blocks = index;

@@ -76,6 +76,9 @@ struct AllocationDemand {
   std::uint32_t num_slots = 0;  // tokens the table must cover (lookahead in)
   std::uint32_t num_main = 0;   // the same without lookahead slots
   std::uint32_t num_local_computed = 0;  // computed before, hit included
+  // num_local_computed plus tokens a connector loads: what window groups
+  // skip is counted from it.
+  std::uint32_t num_computed = 0;
   std::span<const BlockId> hit = {};  // a new request's hit blocks, else empty
 };
 
@@ -138,10 +141,19 @@ class GroupManager {
   virtual std::uint32_t NumBlocksToAllocate(
       const GroupTable& table, const AllocationDemand& demand) const;
 
-  // Takes references on a new request's hit blocks and records a partial
-  // hit for copy-on-write. REQUIRES: the table is empty.
-  void AdoptHit(GroupTable& table, std::span<const BlockId> hit,
-                std::uint32_t num_local_computed);
+  // Hit blocks the adoption takes off the free queue: cached blocks no
+  // request holds, among those the request still reads.
+  std::uint32_t EvictableHitBlocks(const AllocationDemand& demand,
+                                   std::uint32_t held) const;
+  // Whether adopting demand.hit leaves a shared block whose tail the
+  // request overwrites: a hit ending inside a block the request still reads.
+  bool AdoptsPartialHit(const AllocationDemand& demand) const;
+
+  // Takes references on a new request's hit blocks (demand.hit, possibly
+  // none when a connector loads the tokens), nulls the slots it no longer
+  // reads and records a partial hit for copy-on-write. REQUIRES: the table
+  // is empty.
+  void AdoptHit(GroupTable& table, const AllocationDemand& demand);
 
   // Runs a pending copy-on-write, then grows the table to cover the demand.
   // Appends the ids it placed in the table to `placed`. Takes exactly what

@@ -87,26 +87,21 @@ std::uint32_t RecurrentStateManager::NumBlocksToAllocate(
       return pool_.num_blocks() + 1;
     }
   }
-  const std::uint32_t b = geometry_.block_size;
   const std::int64_t required =
       BlocksFor(demand.num_main) + speculative_blocks_;
   std::int64_t num_new = required -
                          static_cast<std::int64_t>(demand.hit.size()) -
                          static_cast<std::int64_t>(table.blocks.size());
-  const bool partial =
-      (!demand.hit.empty() && demand.num_local_computed % b != 0) ||
-      table.partial_hit.has_value();
+  const bool partial = AdoptsPartialHit(demand) || table.partial_hit;
   num_new = std::max<std::int64_t>(num_new, 0) + (partial ? 1 : 0);
   // Slots before the current state stay null: at most the state, a copy
   // and, the first time, the speculative blocks are new.
   const std::int64_t cap =
       1 + (partial ? 1 : 0) + (table.allocated_once ? 0 : speculative_blocks_);
   num_new = std::min(num_new, cap);
-  std::uint32_t evictable = 0;
-  for (BlockId block : demand.hit) {
-    evictable += block != kNullBlock && pool_.ref_count(block) == 0;
-  }
-  return static_cast<std::uint32_t>(num_new) + evictable;
+  return static_cast<std::uint32_t>(num_new) +
+         EvictableHitBlocks(demand,
+                            static_cast<std::uint32_t>(table.blocks.size()));
 }
 
 void RecurrentStateManager::CopyPartialHit(GroupTable& table,
