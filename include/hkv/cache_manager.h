@@ -85,6 +85,24 @@ bool IsPrefixCacheable(const GroupSpec& group);
 // sharded attention groups; recurrent states are never sharded.
 std::uint64_t TokensPerBlock(const GroupSpec& group, std::uint32_t dcp);
 
+// What bounds the blocks one request holds at once: its length, and the
+// tokens scheduled but not yet processed (a step's new tokens included).
+struct RequestBounds {
+  std::uint32_t max_model_len = 0;
+  std::uint32_t max_in_flight_tokens = 0;
+  std::uint32_t dcp = 1;
+};
+
+// The most blocks one request holds at once in `group` (spec §5.1, "max
+// memory per request"): full attention covers the whole length; a window
+// covers W - 1 + in-flight tokens plus one block it straddles; a chunked
+// group its chunk plus in-flight tokens; an aligned recurrent group its
+// state, the previous one, and the speculative blocks; a scratch group its
+// pages. Pool sizing and whole-sequence admission both use it, so they
+// cannot drift apart (spec §9 item 13).
+std::uint64_t MaxBlocksPerRequest(const GroupSpec& group,
+                                  const RequestBounds& bounds);
+
 enum class PrefixCaching { kEnabled, kDisabled };
 enum class KvEventMode { kDisabled, kEnabled };
 
@@ -101,6 +119,10 @@ struct CacheConfig {
   PrefixCaching caching = PrefixCaching::kEnabled;
   KvEventMode events = KvEventMode::kDisabled;
   std::uint32_t max_model_len = std::numeric_limits<std::uint32_t>::max();
+  // Tokens scheduled but not yet processed, at most (the step's chunk
+  // included); unset: max_model_len. Bounds window groups' blocks for
+  // whole-sequence admission (MaxBlocksPerRequest).
+  std::optional<std::uint32_t> max_in_flight_tokens = std::nullopt;
 
   // kInvalidArgument naming the offending field and its value.
   [[nodiscard]] Result<void> Validate() const;
@@ -135,6 +157,9 @@ struct CacheHit {
   std::uint32_t shared_prefix_boundary = 0;
 };
 
+// What an allocation must find room for before it takes anything.
+enum class AdmissionGate { kNextChunk, kWholeSequence };
+
 struct AllocationRequest {
   // Tokens this request already computed before this call, excluding `hit`;
   // 0 when `hit` is set (a hit is adopted on the first allocation only).
@@ -153,6 +178,10 @@ struct AllocationRequest {
   // The request's lookup result to adopt; only on its first allocation.
   // Nullable.
   const CacheHit* hit = nullptr;
+  // kWholeSequence: refuse unless the request's whole current sequence fits
+  // now, window groups counted at MaxBlocksPerRequest (an admission that
+  // must not stall mid-prefill).
+  AdmissionGate gate = AdmissionGate::kNextChunk;
 };
 
 // A prefill chunk the scheduler's budget allows, for SplitPrefill.

@@ -136,6 +136,38 @@ std::uint64_t TokensPerBlock(const GroupSpec& group, std::uint32_t dcp) {
   return std::uint64_t{group.block_size} * (sharded ? dcp : 1);
 }
 
+std::uint64_t MaxBlocksPerRequest(const GroupSpec& group,
+                                  const RequestBounds& bounds) {
+  const std::uint64_t b = TokensPerBlock(group, bounds.dcp);
+  const std::uint64_t length = bounds.max_model_len;
+  const std::uint64_t in_flight = bounds.max_in_flight_tokens;
+  const auto blocks = [b](std::uint64_t tokens) {
+    return (tokens + b - 1) / b;
+  };
+  switch (group.kind) {
+    case GroupKind::kSlidingWindow:
+      return blocks(std::min(group.sliding_window - 1 + in_flight, length)) + 1;
+    case GroupKind::kChunkedLocal:
+      return blocks(std::min(group.chunk_size + in_flight, length));
+    case GroupKind::kRecurrent:
+      switch (group.recurrent_mode) {
+        case RecurrentMode::kAlign:
+          return 2 + std::uint64_t{group.speculative_blocks};
+        case RecurrentMode::kAll:  // a state per block of the chunk
+          return blocks(std::min(in_flight, length)) + 1 +
+                 group.speculative_blocks;
+        case RecurrentMode::kNone:
+          return 1 + std::uint64_t{group.speculative_blocks};
+      }
+      break;
+    case GroupKind::kScratch:
+      return group.scratch_blocks;
+    case GroupKind::kFullAttention:
+      break;
+  }
+  return blocks(length);
+}
+
 Result<void> CacheConfig::Validate() const {
   if (groups.empty()) return Invalid("a cache needs at least one group");
   if (num_blocks < 2) {

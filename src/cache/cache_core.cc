@@ -180,6 +180,16 @@ std::uint64_t CacheCore::BlocksNeeded(const RequestState* state,
   return need;
 }
 
+bool CacheCore::WholeSequenceFits(const Request& request,
+                                  const RequestState* state,
+                                  const CacheHit* hit,
+                                  AllocationDemand demand) const {
+  demand.num_main = std::min(request.num_tokens(), config_.max_model_len);
+  demand.num_slots = demand.num_main;
+  demand.gate = AdmissionGate::kWholeSequence;
+  return BlocksNeeded(state, hit, demand) <= pool_.num_free_blocks();
+}
+
 std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
                                              const AllocationRequest& args) {
   auto it = requests_.find(request.id());
@@ -203,6 +213,11 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
       .num_main = num_main,
       .num_local_computed = num_local,
       .num_computed = total};
+  if (args.gate == AdmissionGate::kWholeSequence &&
+      !WholeSequenceFits(request, running ? &it->second : nullptr, hit,
+                         demand)) {
+    return std::nullopt;
+  }
   if (running) {
     // Blocks still read by in-flight steps stay.
     const std::uint32_t processed = total > args.num_in_flight_tokens

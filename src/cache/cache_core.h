@@ -90,6 +90,11 @@ class CacheCore {
                 const AllocationDemand& demand);
   // Grows every group's table to the demand: what BlocksNeeded counted.
   NewBlocks AllocateNew(RequestState& state, const AllocationDemand& demand);
+  // Whether the request's whole sequence, window groups capped at what one
+  // request holds, fits in the free blocks now (spec §4.6
+  // full_sequence_must_fit).
+  bool WholeSequenceFits(const Request& request, const RequestState* state,
+                         const CacheHit* hit, AllocationDemand demand) const;
   std::uint64_t BlocksNeeded(const RequestState* state, const CacheHit* hit,
                              AllocationDemand demand) const;
 

@@ -128,7 +128,13 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
          .rewind = rewind,
          .lookup_rewind = lookup_rewind,
          .draft_model = draft_model,
-         .retention_interval = config.retention_interval});
+         .retention_interval = config.retention_interval,
+         .admission_cap = MaxBlocksPerRequest(
+             spec,
+             {.max_model_len = config.max_model_len,
+              .max_in_flight_tokens =
+                  config.max_in_flight_tokens.value_or(config.max_model_len),
+              .dcp = config.dcp})});
   }
   return geometry;
 }

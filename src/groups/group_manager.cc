@@ -35,7 +35,11 @@ PrefixKey GroupManager::UnitKey(std::span<const BlockHash> keys,
 std::uint32_t GroupManager::NumBlocksToAllocate(
     const GroupTable& table, const AllocationDemand& demand) const {
   const std::span<const BlockId> hit = demand.hit;
-  const std::uint32_t required = BlocksFor(demand.num_slots);
+  std::uint32_t required = BlocksFor(demand.num_slots);
+  if (demand.gate == AdmissionGate::kWholeSequence) {
+    required = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(required, geometry_.admission_cap));
+  }
   const auto held = static_cast<std::uint32_t>(table.blocks.size());
   const std::uint32_t skipped =
       SkippedTokens(demand.num_computed) / geometry_.block_size;

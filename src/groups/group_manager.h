@@ -11,11 +11,13 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "core/block_pool.h"
+#include "hkv/cache_manager.h"
 #include "hkv/request.h"
 #include "hkv/types.h"
 
@@ -39,6 +41,9 @@ struct GroupGeometry {
   DraftRewind draft_model = DraftRewind::kNone;
   // Sparse retention (see groups/retention.h); unset: dense.
   std::optional<std::uint32_t> retention_interval = std::nullopt;
+  // Blocks one request holds at most (MaxBlocksPerRequest): a
+  // whole-sequence admission counts window groups at no more.
+  std::uint64_t admission_cap = std::numeric_limits<std::uint64_t>::max();
 };
 
 // One lookup of a group kind over the groups that share its spec: a block
@@ -80,6 +85,9 @@ struct AllocationDemand {
   // skip is counted from it.
   std::uint32_t num_computed = 0;
   std::span<const BlockId> hit = {};  // a new request's hit blocks, else empty
+  // kWholeSequence: a prediction only, the table's growth capped at the
+  // group's admission cap.
+  AdmissionGate gate = AdmissionGate::kNextChunk;
 };
 
 struct GroupHit {
