@@ -1,4 +1,4 @@
-// Spec §8.1 vectors V-20 ... V-22: KV events.
+// Spec §8.1 vectors V-20 ... V-22 and §8.4 V-80: KV events.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -119,6 +119,72 @@ TEST(EventsTest, StoredEventsNameTheirGroupKind) {
   }
   EXPECT_THAT(kinds, ::testing::ElementsAre("full_attention", "sliding_window",
                                             "mamba"));
+}
+
+// V-80: h = 2, [full attention b 4 (x dcp), recurrent b 16]; an owner of 47
+// tokens leaves entries at 46; a 49-token request in "full" report mode
+// adopts the 46-token hit, and its reuse is re-announced: the full-attention
+// run from the root, then the last unit of each group's partial entry.
+class FullReportTest : public ::testing::TestWithParam<std::uint32_t> {};
+
+TEST_P(FullReportTest, V80_ReusedBlocksAreReannounced) {
+  const std::uint32_t dcp = GetParam();
+  internal::CacheCore cache(
+      CacheConfig{.groups = {{.block_size = 4},
+                             {.kind = GroupKind::kRecurrent, .block_size = 16}},
+                  .num_blocks = 60,
+                  .keys = {.hash_unit = 2},
+                  .dcp = dcp,
+                  .events = KvEventMode::kEnabled});
+  const Request owner({.id = RequestId{0}}, Range(0, 47), cache.key_scheme());
+  ASSERT_TRUE(cache.Allocate(owner, {.num_new_tokens = 46}));
+  cache.Commit(owner, 46);
+  cache.Free(owner.id());
+  cache.FinishStep();
+  static_cast<void>(cache.TakeEvents());
+
+  const Request r({.id = RequestId{1}, .event_report = EventReport::kFull},
+                  Range(0, 49), cache.key_scheme());
+  const CacheHit hit = cache.Lookup(r);
+  ASSERT_EQ(hit.num_tokens, 46u);
+  EXPECT_EQ(hit.blocks[1][0], kNullBlock);
+  EXPECT_TRUE(cache.TakeEvents().empty());  // the lookup changes nothing
+  ASSERT_TRUE(cache.Allocate(r, {.num_new_tokens = 3, .hit = &hit}));
+  const std::vector<KvEvent> events = cache.TakeEvents();
+  ASSERT_EQ(events.size(), 3u);
+  const std::uint32_t b = 4 * dcp;
+  const auto& run = std::get<BlockStored>(events[0]);
+  EXPECT_EQ(run.group, GroupId{0});
+  EXPECT_EQ(run.block_size, b);
+  EXPECT_EQ(run.token_ids, Range(0, 46 / b * b));
+  EXPECT_FALSE(run.parent_block_hash.has_value());
+  for (std::size_t i = 1; i < 3; ++i) {
+    const auto& partial = std::get<BlockStored>(events[i]);
+    EXPECT_EQ(partial.group, GroupId{static_cast<std::uint32_t>(i - 1)});
+    EXPECT_THAT(partial.block_hashes, ::testing::ElementsAre(r.keys()[22]));
+    EXPECT_EQ(partial.parent_block_hash, r.keys()[21]);
+    EXPECT_EQ(partial.token_ids, Range(44, 46));
+    EXPECT_EQ(partial.block_size, 2u);
+    EXPECT_THAT(partial.extra_keys, ::testing::ElementsAre(std::nullopt));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dcp, FullReportTest, ::testing::Values(1u, 2u, 4u));
+
+TEST(EventsTest, IncrementalReportAnnouncesNoReuse) {
+  internal::CacheCore cache(CacheConfig{.groups = {{.block_size = 4}},
+                                        .num_blocks = 20,
+                                        .keys = {.hash_unit = 4},
+                                        .events = KvEventMode::kEnabled});
+  const Request owner({.id = RequestId{0}}, Range(0, 16), cache.key_scheme());
+  AllocateAndCommit(cache, owner, 16);
+  cache.Free(owner.id());
+  static_cast<void>(cache.TakeEvents());
+  const Request r({.id = RequestId{1}}, Range(0, 16), cache.key_scheme());
+  const CacheHit hit = cache.Lookup(r);
+  ASSERT_EQ(hit.num_tokens, 12u);
+  ASSERT_TRUE(cache.Allocate(r, {.num_new_tokens = 4, .hit = &hit}));
+  EXPECT_TRUE(cache.TakeEvents().empty());
 }
 
 }  // namespace

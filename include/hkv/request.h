@@ -26,11 +26,17 @@ namespace hkv {
 // write the cache.
 enum class CacheRead { kAllowed, kSkipped };
 
+// Which KV events a request's reuse produces: kFull re-announces the blocks
+// of its adopted hit (BlockStored, changing no block state), for routers
+// that track each request's blocks rather than the cache's.
+enum class EventReport { kIncremental, kFull };
+
 struct RequestOptions {
   RequestId id{0};
   KeyExtras extras = {};
   CacheRead cache_read = CacheRead::kAllowed;
   std::optional<std::uint32_t> lora_id = std::nullopt;  // reported in KV events
+  EventReport event_report = EventReport::kIncremental;
 };
 
 class Request {
@@ -48,6 +54,7 @@ class Request {
   const KeyExtras& extras() const { return options_.extras; }
   CacheRead cache_read() const { return options_.cache_read; }
   std::optional<std::uint32_t> lora_id() const { return options_.lora_id; }
+  EventReport event_report() const { return options_.event_report; }
   std::span<const TokenId> tokens() const { return tokens_; }
   std::uint32_t num_tokens() const;
   std::uint32_t num_prompt_tokens() const { return num_prompt_tokens_; }

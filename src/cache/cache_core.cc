@@ -3,12 +3,14 @@
 #include <algorithm>
 
 #include "cache/commit_rules.h"
+#include "cache/prefix_stats.h"
 #include "check.h"
 #include "groups/chunked_local.h"
 #include "groups/full_attention.h"
 #include "groups/recurrent_state.h"
 #include "groups/scratch.h"
 #include "groups/sliding_window.h"
+#include "groups/stored_event.h"
 
 namespace hkv::internal {
 namespace {
@@ -39,22 +41,6 @@ std::unique_ptr<GroupManager> MakeManager(const GroupSpec& spec,
       break;
   }
   return std::make_unique<FullAttentionManager>(pool, geometry);
-}
-
-std::string_view KindName(GroupKind kind) {
-  switch (kind) {
-    case GroupKind::kSlidingWindow:
-      return "sliding_window";
-    case GroupKind::kChunkedLocal:
-      return "chunked_local_attention";
-    case GroupKind::kRecurrent:
-      return "mamba";
-    case GroupKind::kScratch:
-      return "circular_buffer";
-    case GroupKind::kFullAttention:
-      break;
-  }
-  return "full_attention";
 }
 
 }  // namespace
@@ -236,6 +222,9 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
     // Every group adopts its hit before any group allocates, so one group's
     // allocation cannot evict another group's hit blocks.
     AdoptHit(it->second, hit, demand);
+    if (hit != nullptr && request.event_report() == EventReport::kFull) {
+      AnnounceReuse(request, *hit);
+    }
   }
   it->second.num_slots = std::max(it->second.num_slots, demand.num_slots);
   NewBlocks placed = AllocateNew(it->second, demand);
@@ -243,28 +232,6 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
   HKV_DCHECK(free_before - pool_.num_free_blocks() == need);
   static_cast<void>(free_before);
   return placed;
-}
-
-void CacheCore::CountMiss(const CacheHit& hit) {
-  MissCounters* counters = nullptr;
-  switch (hit.miss_cause) {
-    case MissCause::kNone:
-      return;
-    case MissCause::kSpeculativeRewind:
-      counters = &stats_.speculative_rewind;
-      break;
-    case MissCause::kNoCheckpoint:
-      counters = &stats_.no_checkpoint;
-      break;
-    case MissCause::kWindowNotCovered:
-      counters = &stats_.window_not_covered;
-      break;
-    case MissCause::kEvicted:
-      counters = &stats_.evicted;
-      break;
-  }
-  ++counters->requests;
-  counters->tokens += hit.chain_tokens - hit.num_tokens;
 }
 
 absl::flat_hash_map<RequestId, CacheCore::RequestState>::iterator
@@ -275,12 +242,7 @@ CacheCore::Admit(const Request& request, const CacheHit* hit) {
     it->second.shared_prefix_boundary = hit->shared_prefix_boundary;
   }
   if (pool_.caching_enabled() && request.cache_read() == CacheRead::kAllowed) {
-    ++stats_.requests;
-    stats_.queries += request.num_tokens();
-    if (hit != nullptr) {
-      stats_.hits += hit->num_tokens;
-      CountMiss(*hit);
-    }
+    RecordAdmission(request.num_tokens(), hit, stats_);
   }
   return it;
 }
@@ -292,6 +254,19 @@ void CacheCore::AdoptHit(RequestState& state, const CacheHit* hit,
     adopted.hit = {};
     if (hit != nullptr) adopted.hit = hit->blocks[g];
     groups_[g]->AdoptHit(state.tables[g], adopted);
+  }
+}
+
+void CacheCore::AnnounceReuse(const Request& request, const CacheHit& hit) {
+  if (!pool_.events().enabled()) return;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    for (BlockStored& event : ReuseEvents(request,
+                                          {.blocks = hit.blocks[g],
+                                          .num_tokens = hit.num_tokens,
+                                          .geometry = groups_[g]->geometry()},
+                                          pool_)) {
+      pool_.events().Record(std::move(event));
+    }
   }
 }
 
@@ -365,15 +340,7 @@ bool CacheCore::ResetPrefixCache() {
 
 std::vector<KvEvent> CacheCore::TakeEvents() {
   std::vector<KvEvent> events = pool_.events().Take();
-  for (KvEvent& event : events) {
-    if (auto* stored = std::get_if<BlockStored>(&event)) {
-      const GroupSpec& spec = config_.groups[ToIndex(stored->group)];
-      stored->spec_kind = std::string(KindName(spec.kind));
-      if (spec.kind == GroupKind::kSlidingWindow) {
-        stored->sliding_window = spec.sliding_window;
-      }
-    }
-  }
+  AnnotateKinds(events, config_.groups);
   return events;
 }
 

@@ -81,13 +81,14 @@ class CacheCore {
   // Starts tracking a request (and counts its admission).
   absl::flat_hash_map<RequestId, RequestState>::iterator Admit(
       const Request& request, const CacheHit* hit);
-  void CountMiss(const CacheHit& hit);
   MissCause MissCauseOf(const CommonHit& common,
                         std::span<const BlockHash> keys) const;
   // A new request's tables: its hit (nullable) in every group, with null
   // slots for what window groups no longer read.
   void AdoptHit(RequestState& state, const CacheHit* hit,
                 const AllocationDemand& demand);
+  // Re-announces the blocks of an adopted hit ("full" report mode).
+  void AnnounceReuse(const Request& request, const CacheHit& hit);
   // Grows every group's table to the demand: what BlocksNeeded counted.
   NewBlocks AllocateNew(RequestState& state, const AllocationDemand& demand);
   // Whether the request's whole sequence, window groups capped at what one

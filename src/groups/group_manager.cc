@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "check.h"
+#include "groups/stored_event.h"
 
 namespace hkv::internal {
 
@@ -136,33 +137,6 @@ void GroupManager::Free(GroupTable& table) {
   table = GroupTable{};
 }
 
-namespace {
-
-// The event for blocks [first, end) of `unit`-token hashes of `request`.
-BlockStored StoredEvent(const Request& request, std::uint32_t first,
-                        std::uint32_t end, std::uint32_t unit, GroupId group) {
-  const std::uint32_t units_per_hash = unit / request.key_scheme().hash_unit;
-  const std::span<const BlockHash> keys = request.keys();
-  BlockStored event{
-      .block_size = unit, .lora_id = request.lora_id(), .group = group};
-  if (first > 0) event.parent_block_hash = keys[first * units_per_hash - 1];
-  if (!request.extras().lora_name.empty())
-    event.lora_name = request.extras().lora_name;
-  for (std::uint32_t i = first; i < end; ++i) {
-    event.block_hashes.push_back(keys[(i + 1) * units_per_hash - 1]);
-    std::vector<ExtraKey> extra =
-        UnitExtraKeys(request.extras(), i * unit, (i + 1) * unit);
-    event.extra_keys.push_back(extra.empty() ? std::nullopt
-                                             : std::optional(std::move(extra)));
-  }
-  const std::span<const TokenId> tokens = request.tokens();
-  event.token_ids.assign(tokens.begin() + first * unit,
-                         tokens.begin() + end * unit);
-  return event;
-}
-
-}  // namespace
-
 void GroupManager::CommitFullBlocks(GroupTable& table, const Request& request,
                                     std::uint32_t num_tokens,
                                     const std::vector<bool>& keep) {
@@ -176,7 +150,9 @@ void GroupManager::CommitFullBlocks(GroupTable& table, const Request& request,
     const BlockId block = table.blocks[i];
     if (block == kNullBlock || (!keep.empty() && !keep[i - first])) {
       if (events.enabled() && run_start < i) {
-        events.Record(StoredEvent(request, run_start, i, b, geometry_.id));
+        events.Record(StoredEvent(
+            request,
+            {.first = run_start, .end = i, .unit = b, .group = geometry_.id}));
       }
       run_start = i + 1;
       continue;
@@ -184,7 +160,9 @@ void GroupManager::CommitFullBlocks(GroupTable& table, const Request& request,
     pool_.CacheFull(block, FullBlockKey(request.keys(), i), (i + 1) * b);
   }
   if (events.enabled() && run_start < full) {
-    events.Record(StoredEvent(request, run_start, full, b, geometry_.id));
+    events.Record(StoredEvent(
+        request,
+        {.first = run_start, .end = full, .unit = b, .group = geometry_.id}));
   }
   table.num_committed_blocks = std::max(table.num_committed_blocks, full);
 }
@@ -218,8 +196,10 @@ void GroupManager::CommitPartialEntry(const GroupTable& table,
       pool_.CachePartial(block, UnitKey(request.keys(), boundary), boundary);
   if (stored && pool_.events().enabled()) {
     const std::uint32_t unit = geometry_.hash_unit;
-    pool_.events().Record(StoredEvent(request, boundary / unit - 1,
-                                      boundary / unit, unit, geometry_.id));
+    pool_.events().Record(StoredEvent(request, {.first = boundary / unit - 1,
+                                                .end = boundary / unit,
+                                                .unit = unit,
+                                                .group = geometry_.id}));
   }
 }
 

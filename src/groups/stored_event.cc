@@ -1,0 +1,91 @@
+#include "groups/stored_event.h"
+
+namespace hkv::internal {
+namespace {
+
+std::string_view KindName(GroupKind kind) {
+  switch (kind) {
+    case GroupKind::kSlidingWindow:
+      return "sliding_window";
+    case GroupKind::kChunkedLocal:
+      return "chunked_local_attention";
+    case GroupKind::kRecurrent:
+      return "mamba";
+    case GroupKind::kScratch:
+      return "circular_buffer";
+    case GroupKind::kFullAttention:
+      break;
+  }
+  return "full_attention";
+}
+
+}  // namespace
+
+BlockStored StoredEvent(const Request& request, const StoredRun& run) {
+  const std::uint32_t unit = run.unit;
+  const std::uint32_t units_per_hash = unit / request.key_scheme().hash_unit;
+  const std::span<const BlockHash> keys = request.keys();
+  BlockStored event{
+      .block_size = unit, .lora_id = request.lora_id(), .group = run.group};
+  if (run.first > 0) {
+    event.parent_block_hash = keys[run.first * units_per_hash - 1];
+  }
+  if (!request.extras().lora_name.empty())
+    event.lora_name = request.extras().lora_name;
+  for (std::uint32_t i = run.first; i < run.end; ++i) {
+    event.block_hashes.push_back(keys[(i + 1) * units_per_hash - 1]);
+    std::vector<ExtraKey> extra =
+        UnitExtraKeys(request.extras(), i * unit, (i + 1) * unit);
+    event.extra_keys.push_back(extra.empty() ? std::nullopt
+                                             : std::optional(std::move(extra)));
+  }
+  const std::span<const TokenId> tokens = request.tokens();
+  event.token_ids.assign(tokens.begin() + run.first * unit,
+                         tokens.begin() + run.end * unit);
+  return event;
+}
+
+std::vector<BlockStored> ReuseEvents(const Request& request,
+                                     const ReusedBlocks& reused,
+                                     const BlockPool& pool) {
+  const GroupGeometry& geometry = reused.geometry;
+  const std::uint32_t b = geometry.block_size;
+  const std::uint32_t full = reused.num_tokens / b;
+  std::vector<BlockStored> events;
+  std::uint32_t run_start = 0;
+  for (std::uint32_t i = 0; i <= full; ++i) {
+    if (i < full && reused.blocks[i] != kNullBlock) continue;
+    if (run_start < i) {
+      events.push_back(StoredEvent(
+          request,
+          {.first = run_start, .end = i, .unit = b, .group = geometry.id}));
+    }
+    run_start = i + 1;
+  }
+  const std::uint32_t unit = geometry.hash_unit;
+  if (reused.num_tokens % b == 0 || full >= reused.blocks.size()) return events;
+  const PrefixKey key{.hash = request.keys()[reused.num_tokens / unit - 1],
+                      .group = geometry.id};
+  if (pool.FindCached(key) == reused.blocks[full]) {
+    const std::uint32_t last = reused.num_tokens / unit - 1;
+    events.push_back(StoredEvent(
+        request,
+        {.first = last, .end = last + 1, .unit = unit, .group = geometry.id}));
+  }
+  return events;
+}
+
+void AnnotateKinds(std::vector<KvEvent>& events,
+                   std::span<const GroupSpec> groups) {
+  for (KvEvent& event : events) {
+    if (auto* stored = std::get_if<BlockStored>(&event)) {
+      const GroupSpec& spec = groups[ToIndex(stored->group)];
+      stored->spec_kind = std::string(KindName(spec.kind));
+      if (spec.kind == GroupKind::kSlidingWindow) {
+        stored->sliding_window = spec.sliding_window;
+      }
+    }
+  }
+}
+
+}  // namespace hkv::internal
