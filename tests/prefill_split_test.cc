@@ -1,4 +1,4 @@
-// Spec §8.5 vectors V-86 ... V-90 and V-35's junction: where prefill chunks
+// Spec §8.5 vectors V-86 ... V-91 and V-35's junction: where prefill chunks
 // stop so recurrent states land on usable checkpoints.
 #include <gtest/gtest.h>
 
@@ -139,6 +139,73 @@ TEST(PrefillSplitTest, AttentionOnlyModelsAreNotSplit) {
                             .keys = {.hash_unit = 512}});
   const Request r({.id = RequestId{1}}, Range(0, 1000), cache->key_scheme());
   EXPECT_EQ(cache->SplitPrefill(r, {.num_new_tokens = 1000}), 1000u);
+}
+
+// A scheduler's prefill of one prompt: each step's chunk split, allocated,
+// committed at its end; returns the steps taken.
+std::uint32_t Prefill(CacheManager& cache, const Request& r,
+                      std::uint32_t budget) {
+  std::uint32_t steps = 0;
+  for (std::uint32_t done = 0; done < r.num_tokens(); ++steps) {
+    const std::uint32_t n = cache.SplitPrefill(
+        r, {.num_computed_tokens = done,
+            .num_new_tokens = std::min(budget, r.num_tokens() - done)});
+    EXPECT_GT(n, 0u);
+    if (n == 0) break;
+    EXPECT_TRUE(
+        cache.Allocate(r, {.num_computed_tokens = done, .num_new_tokens = n}));
+    done += n;
+    cache.Commit(r, done);
+    cache.FinishStep();
+  }
+  return steps;
+}
+
+CacheManager SemanticReplayCache(std::vector<GroupSpec> groups) {
+  Result<CacheManager> cache =
+      CacheManager::Create({.groups = std::move(groups),
+                            .num_blocks = 400,
+                            .keys = {.hash_unit = 256},
+                            .retention_interval = 0});
+  EXPECT_TRUE(cache.has_value());
+  return std::move(*cache);
+}
+
+// V-91: h = 256, full attention 2048 feeding an MTP draft, recurrent 256,
+// resend-only retention; a 65,536-token prompt split by the scheduler at
+// <= 8192 tokens a step, then sent again.
+TEST(PrefillSplitTest, V91_SemanticReplay) {
+  CacheManager cache = SemanticReplayCache(
+      {{.block_size = 2048, .speculation = Speculation::kEagle},
+       {.kind = GroupKind::kRecurrent, .block_size = 256}});
+  const Request r({.id = RequestId{1}}, Range(0, 65536), cache.key_scheme());
+  EXPECT_LE(Prefill(cache, r, 8192), 16u);
+  cache.Free(r.id());
+  const Request again({.id = RequestId{2}}, Range(0, 65536),
+                      cache.key_scheme());
+  EXPECT_GE(cache.Lookup(again).num_tokens, 65024u);
+
+  const Request late({.id = RequestId{3}}, Range(0, 8449), cache.key_scheme());
+  EXPECT_EQ(cache.SplitPrefill(
+                late, {.num_computed_tokens = 6144, .num_new_tokens = 2305}),
+            2048u);
+}
+
+// V-91 with a sliding-window draft (DFlash) and 4096-token chunks.
+TEST(PrefillSplitTest, V91_SemanticReplayWithAWindowDraft) {
+  CacheManager cache = SemanticReplayCache(
+      {{.block_size = 2048, .speculation = Speculation::kEagle},
+       {.kind = GroupKind::kRecurrent, .block_size = 256},
+       {.kind = GroupKind::kSlidingWindow,
+        .block_size = 2048,
+        .speculation = Speculation::kEagle,
+        .sliding_window = 4096}});
+  const Request r({.id = RequestId{1}}, Range(0, 65536), cache.key_scheme());
+  Prefill(cache, r, 4096);
+  cache.Free(r.id());
+  const Request again({.id = RequestId{2}}, Range(0, 65536),
+                      cache.key_scheme());
+  EXPECT_GE(cache.Lookup(again).num_tokens, 61440u);
 }
 
 }  // namespace
