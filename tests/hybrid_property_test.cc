@@ -53,7 +53,11 @@ GroupSpec GenGroup(std::uint32_t unit) {
   }
   if (g.kind == GroupKind::kRecurrent) {
     g.speculative_blocks = *rc::gen::inRange(0u, 3u);
-    if (*rc::gen::inRange(0, 4) == 0) g.recurrent_mode = RecurrentMode::kNone;
+    if (*rc::gen::inRange(0, 4) == 0) {
+      g.recurrent_mode = RecurrentMode::kNone;
+    } else if (*rc::gen::arbitrary<bool>()) {
+      g.checkpoint_blocks = 1;  // the kernel exports the prompt's checkpoint
+    }
   }
   // Under DCP only full attention is sharded.
   if (g.kind == GroupKind::kSlidingWindow ||
@@ -83,6 +87,7 @@ CacheConfig GenConfig() {
     if (g.kind == GroupKind::kRecurrent && all_mode &&
         g.recurrent_mode == RecurrentMode::kAlign) {
       g.recurrent_mode = RecurrentMode::kAll;
+      g.checkpoint_blocks = 0;
     }
   }
   // Retention: dense, resend positions only, or one per 1-3 scheduler blocks.
@@ -152,7 +157,7 @@ class HybridHarness {
                       r, {.num_computed_tokens = done, .num_new_tokens = n});
       if (!placed) break;
       first = false;
-      EndStep(r, done, done + n);
+      EndStep(r, {.start = done, .end = done + n}, placed->state_exports);
       done += n;
     }
     if (first) return;
@@ -165,12 +170,13 @@ class HybridHarness {
     const auto n = *rc::gen::inRange(1u, 3u);
     live.request.AppendTokens(testing::GenTokens(n, n));
     const auto lookahead = *rc::gen::inRange(0u, 3u);
-    if (!cache_.Allocate(live.request, {.num_computed_tokens = live.computed,
-                                        .num_new_tokens = n,
-                                        .num_lookahead_tokens = lookahead})) {
-      return;
-    }
-    EndStep(live.request, live.computed, live.computed + n);
+    const std::optional<NewBlocks> placed =
+        cache_.Allocate(live.request, {.num_computed_tokens = live.computed,
+                                       .num_new_tokens = n,
+                                       .num_lookahead_tokens = lookahead});
+    if (!placed) return;
+    EndStep(live.request, {.start = live.computed, .end = live.computed + n},
+            placed->state_exports);
     live.computed += n;
   }
 
@@ -191,10 +197,17 @@ class HybridHarness {
   const internal::CacheCore& cache() const { return cache_; }
 
  private:
+  struct Chunk {
+    std::uint32_t start;
+    std::uint32_t end;
+  };
   // One step: the copies run, the model computes tokens [start, end) of
-  // `r` (recurrent kernels leave the states this records), the cache
-  // commits. Every key of a recurrent block must name the state it holds.
-  void EndStep(const Request& r, std::uint32_t start, std::uint32_t end) {
+  // `r` (recurrent kernels leave the states this records, and export those
+  // the allocation asked for), the cache commits. Every key of a recurrent
+  // block must name the state it holds.
+  void EndStep(const Request& r, Chunk chunk,
+               std::span<const StateExport> exports) {
+    const auto [start, end] = chunk;
     RC_LOG() << "step: request " << static_cast<std::uint64_t>(r.id()) << " of "
              << r.num_tokens() << " tokens computes [" << start << ", " << end
              << ")\n";
@@ -210,6 +223,10 @@ class HybridHarness {
     for (std::uint32_t g = 0; g < config_.groups.size(); ++g) {
       if (IsRecurrent(GroupId{g})) RecordStates(r, GroupId{g}, start, end);
     }
+    for (const StateExport& exported : exports) {
+      RC_ASSERT(exported.position > start && exported.position < end);
+      states_[ToIndex(exported.block)] = KeyAt(r, exported.position);
+    }
     cache_.Commit(r, end);
     cache_.FinishStep();
     RC_ASSERT(cache_.CheckInvariants());
@@ -223,7 +240,8 @@ class HybridHarness {
                << " W " << g.sliding_window << " C " << g.chunk_size
                << " eagle " << (g.speculation == Speculation::kEagle)
                << " mode " << static_cast<int>(g.recurrent_mode) << " spec "
-               << g.speculative_blocks << ";";
+               << g.speculative_blocks << " export " << g.checkpoint_blocks
+               << ";";
     }
     RC_LOG() << " dcp " << config_.dcp << " retention "
              << (config_.retention_interval

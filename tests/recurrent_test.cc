@@ -97,7 +97,7 @@ TEST(RecurrentManagerTest, V48_RetirementFreesOldStatesOnce) {
   internal::RecurrentStateManager manager(
       pool,
       {.block_size = 4, .hash_unit = 4, .alignment = 4, .scheduler_block = 4},
-      RecurrentMode::kAlign, 0);
+      {.kind = GroupKind::kRecurrent});
   const BlockId old = pool.AllocateOne();
   const BlockId committed = pool.AllocateOne();
   const BlockId in_flight = pool.AllocateOne();
@@ -126,7 +126,7 @@ TEST_P(RetirementTest, V49_PeakBlocksHeld) {
   internal::RecurrentStateManager manager(
       pool,
       {.block_size = b, .hash_unit = b, .alignment = b, .scheduler_block = b},
-      RecurrentMode::kAlign, 5);
+      {.kind = GroupKind::kRecurrent, .speculative_blocks = 5});
   internal::GroupTable table;
   const std::uint32_t chunk = 8192 / b * b;
   constexpr std::uint32_t kPrompt = 480031;

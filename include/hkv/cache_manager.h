@@ -75,6 +75,11 @@ struct GroupSpec {
   // State blocks for speculative tokens, kept after the current state.
   std::uint32_t speculative_blocks = 0;  // kRecurrent
   std::uint32_t scratch_blocks = 0;      // kScratch: blocks per request
+  // kRecurrent kAlign, 0 or 1: 1 when the kernel can also leave the state
+  // at the prompt's checkpoint from inside the prompt's last chunk (an
+  // extra block; NewBlocks::state_exports says where). Chunks then need not
+  // stop there.
+  std::uint32_t checkpoint_blocks = 0;
 };
 
 // Whether a group's blocks can serve prefix hits (all but scratch groups and
@@ -193,9 +198,21 @@ struct PrefillChunk {
   std::uint32_t shared_prefix_boundary = 0;  // from the request's lookup
 };
 
-// Blocks placed in the request's tables by one allocation, per group.
+// A state the recurrent kernel must leave from inside the step's chunk: the
+// state after `position` tokens, written into `block` (a block of the
+// request's table, placed by the same allocation).
+struct StateExport {
+  GroupId group{0};
+  BlockId block{0};
+  std::uint32_t position = 0;
+  friend bool operator==(const StateExport&, const StateExport&) = default;
+};
+
+// Blocks placed in the request's tables by one allocation, per group, and
+// the states the step must export.
 struct NewBlocks {
   std::vector<std::vector<BlockId>> blocks = {};  // [group]
+  std::vector<StateExport> state_exports = {};
 };
 
 // Admitted requests whose hit one cause kept below the full-attention

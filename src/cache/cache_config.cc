@@ -13,6 +13,21 @@ Result<void> Invalid(std::string message) {
 
 std::string Num(std::uint64_t n) { return std::to_string(n); }
 
+Result<void> ValidateCheckpointExport(const GroupSpec& group,
+                                      const std::string& name) {
+  if (group.checkpoint_blocks == 0) return {};
+  if (group.kind != GroupKind::kRecurrent ||
+      group.recurrent_mode != RecurrentMode::kAlign) {
+    return Invalid(name +
+                   "checkpoint_blocks needs a recurrent group in align mode");
+  }
+  if (group.checkpoint_blocks > 1) {
+    return Invalid(name + "checkpoint_blocks " + Num(group.checkpoint_blocks) +
+                   ": at most one exported checkpoint per chunk is supported");
+  }
+  return {};
+}
+
 Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
                            const CacheConfig& config) {
   const std::string name = "group " + Num(index) + ": ";
@@ -64,7 +79,7 @@ Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
       }
       break;
   }
-  return {};
+  return ValidateCheckpointExport(group, name);
 }
 
 Result<void> ValidateRetention(const CacheConfig& config,
@@ -152,7 +167,8 @@ std::uint64_t MaxBlocksPerRequest(const GroupSpec& group,
     case GroupKind::kRecurrent:
       switch (group.recurrent_mode) {
         case RecurrentMode::kAlign:
-          return 2 + std::uint64_t{group.speculative_blocks};
+          return 2 + std::uint64_t{group.speculative_blocks} +
+                 group.checkpoint_blocks;
         case RecurrentMode::kAll:  // a state per block of the chunk
           return blocks(std::min(in_flight, length)) + 1 +
                  group.speculative_blocks;

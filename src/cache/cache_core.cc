@@ -32,8 +32,7 @@ std::unique_ptr<GroupManager> MakeManager(const GroupSpec& spec,
       return std::make_unique<ChunkedLocalManager>(pool, geometry,
                                                    spec.chunk_size);
     case GroupKind::kRecurrent:
-      return std::make_unique<RecurrentStateManager>(
-          pool, geometry, spec.recurrent_mode, spec.speculative_blocks);
+      return std::make_unique<RecurrentStateManager>(pool, geometry, spec);
     case GroupKind::kScratch:
       return std::make_unique<ScratchManager>(pool, geometry,
                                               spec.scratch_blocks);
@@ -198,7 +197,8 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
           config_.max_model_len)),
       .num_main = num_main,
       .num_local_computed = num_local,
-      .num_computed = total};
+      .num_computed = total,
+      .num_prompt_tokens = request.num_prompt_tokens()};
   if (args.gate == AdmissionGate::kWholeSequence &&
       !WholeSequenceFits(request, running ? &it->second : nullptr, hit,
                          demand)) {
@@ -275,8 +275,16 @@ NewBlocks CacheCore::AllocateNew(RequestState& state,
   NewBlocks placed;
   placed.blocks.resize(groups_.size());
   for (std::size_t g = 0; g < groups_.size(); ++g) {
-    groups_[g]->AllocateNew(state.tables[g], demand, placed.blocks[g],
-                            pending_copies_);
+    GroupTable& table = state.tables[g];
+    const auto exported_before = table.exported_checkpoint;
+    groups_[g]->AllocateNew(table, demand, placed.blocks[g], pending_copies_);
+    const auto exported = table.exported_checkpoint;
+    if (exported && exported != exported_before) {
+      placed.state_exports.push_back(
+          {.group = GroupId{static_cast<std::uint32_t>(g)},
+           .block = table.blocks[exported->index],
+           .position = exported->position});
+    }
   }
   return placed;
 }

@@ -8,6 +8,25 @@
 
 namespace hkv::internal {
 
+namespace {
+
+std::uint32_t ExportBlock(const CacheConfig& config) {
+  std::uint32_t block = 0;
+  for (const GroupSpec& g : config.groups) {
+    if (g.kind != GroupKind::kRecurrent ||
+        g.recurrent_mode != RecurrentMode::kAlign) {
+      continue;
+    }
+    if (g.checkpoint_blocks == 0 || (block != 0 && block != g.block_size)) {
+      return 0;
+    }
+    block = g.block_size;
+  }
+  return block;
+}
+
+}  // namespace
+
 SplitRules MakeSplitRules(const CacheConfig& config,
                           const CacheGeometry& geometry) {
   SplitRules rules;
@@ -38,6 +57,7 @@ SplitRules MakeSplitRules(const CacheConfig& config,
   rules.alignment = geometry.alignment;
   rules.scheduler_block = geometry.scheduler_block;
   rules.retention_interval = config.retention_interval;
+  rules.export_block = ExportBlock(config);
   return rules;
 }
 
@@ -70,6 +90,22 @@ void ConsiderRetention(const SplitRules& rules, const SplitInput& input,
   }
 }
 
+// The prompt's checkpoint when the kernel exports it from inside the chunk
+// [start, end) into a slot the request does not hold yet (as the recurrent
+// manager then does); 0 otherwise.
+std::uint32_t ExportedCheckpoint(const SplitRules& rules,
+                                 const SplitInput& input, std::uint32_t start,
+                                 std::uint32_t end) {
+  const std::uint32_t b = rules.export_block;
+  const std::uint32_t prompt = input.num_prompt_tokens;
+  if (b == 0 || end < prompt) return 0;
+  const std::uint32_t position =
+      Checkpoint(prompt, rules.alignment, rules.rewind);
+  const bool inside = position > start && position < end;
+  const bool fresh_slot = (end + b - 1) / b >= (start + b - 1) / b + 2;
+  return inside && fresh_slot ? position : 0;
+}
+
 }  // namespace
 
 std::uint32_t SplitPrefill(const SplitRules& rules, const SplitInput& input) {
@@ -91,8 +127,10 @@ std::uint32_t SplitPrefill(const SplitRules& rules, const SplitInput& input) {
     if (aligned > start || b <= cap) end = aligned;
   }
   std::uint32_t stop = end;
+  // An exported checkpoint needs no chunk to end there.
+  const std::uint32_t exported = ExportedCheckpoint(rules, input, start, end);
   const auto consider = [&](std::uint32_t s) {
-    if (s > start && s < stop) stop = s;
+    if (s > start && s < stop && s != exported) stop = s;
   };
   if (start % b != 0) consider((start / b + 1) * b);
   const std::uint32_t last_cache =

@@ -24,6 +24,9 @@ struct SplitRules {
   std::uint32_t alignment = 0;        // A
   std::uint32_t scheduler_block = 0;  // S
   std::optional<std::uint32_t> retention_interval = std::nullopt;
+  // The state block when every aligned recurrent group (all of this block)
+  // exports the prompt's checkpoint from inside a chunk; 0 otherwise.
+  std::uint32_t export_block = 0;
 };
 
 SplitRules MakeSplitRules(const CacheConfig& config,

@@ -192,9 +192,14 @@ void GroupManager::CommitPartialEntry(const GroupTable& table,
                                       const Request& request,
                                       std::uint32_t boundary) {
   const BlockId block = table.blocks[boundary / geometry_.block_size];
-  const bool stored =
-      pool_.CachePartial(block, UnitKey(request.keys(), boundary), boundary);
-  if (stored && pool_.events().enabled()) {
+  if (pool_.CachePartial(block, UnitKey(request.keys(), boundary), boundary)) {
+    RecordUnitStored(request, boundary);
+  }
+}
+
+void GroupManager::RecordUnitStored(const Request& request,
+                                    std::uint32_t boundary) {
+  if (pool_.events().enabled()) {
     const std::uint32_t unit = geometry_.hash_unit;
     pool_.events().Record(StoredEvent(request, {.first = boundary / unit - 1,
                                                 .end = boundary / unit,

@@ -74,6 +74,15 @@ struct GroupTable {
   std::uint32_t retired_upto = 0;  // blocks below it were released
   // The state block written two steps ago, released once passed.
   std::optional<std::uint32_t> last_state_index = std::nullopt;
+  // The prompt's checkpoint the kernel exports into blocks[index] in the
+  // chunk being computed; keyed when that chunk is committed.
+  struct ExportedCheckpoint {
+    std::uint32_t position;
+    std::uint32_t index;
+    friend bool operator==(const ExportedCheckpoint&,
+                           const ExportedCheckpoint&) = default;
+  };
+  std::optional<ExportedCheckpoint> exported_checkpoint = std::nullopt;
 };
 
 // What one allocation asks of a group.
@@ -84,6 +93,7 @@ struct AllocationDemand {
   // num_local_computed plus tokens a connector loads: what window groups
   // skip is counted from it.
   std::uint32_t num_computed = 0;
+  std::uint32_t num_prompt_tokens = 0;
   std::span<const BlockId> hit = {};  // a new request's hit blocks, else empty
   // kWholeSequence: a prediction only, the table's growth capped at the
   // group's admission cap.
@@ -222,6 +232,8 @@ class GroupManager {
   // inside block `index`) and reports its last unit as stored.
   void CommitPartialEntry(const GroupTable& table, const Request& request,
                           std::uint32_t boundary);
+  // Reports the unit ending at `boundary` as stored (a BlockStored event).
+  void RecordUnitStored(const Request& request, std::uint32_t boundary);
 
   BlockPool& pool_;
   const GroupGeometry geometry_;

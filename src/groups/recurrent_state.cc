@@ -9,11 +9,11 @@ namespace hkv::internal {
 
 RecurrentStateManager::RecurrentStateManager(BlockPool& pool,
                                              const GroupGeometry& geometry,
-                                             RecurrentMode mode,
-                                             std::uint32_t speculative_blocks)
+                                             const GroupSpec& spec)
     : GroupManager(pool, geometry),
-      mode_(mode),
-      speculative_blocks_(speculative_blocks) {
+      mode_(spec.recurrent_mode),
+      speculative_blocks_(spec.speculative_blocks),
+      exports_checkpoint_(spec.checkpoint_blocks > 0) {
   HKV_DCHECK(geometry.alignment % geometry.hash_unit == 0);
 }
 
@@ -96,12 +96,49 @@ std::uint32_t RecurrentStateManager::NumBlocksToAllocate(
   num_new = std::max<std::int64_t>(num_new, 0) + (partial ? 1 : 0);
   // Slots before the current state stay null: at most the state, a copy
   // and, the first time, the speculative blocks are new.
-  const std::int64_t cap =
-      1 + (partial ? 1 : 0) + (table.allocated_once ? 0 : speculative_blocks_);
+  const std::int64_t cap = 1 + (partial ? 1 : 0) +
+                           (table.allocated_once ? 0 : speculative_blocks_) +
+                           (CheckpointToExport(table, demand) ? 1 : 0);
   num_new = std::min(num_new, cap);
   return static_cast<std::uint32_t>(num_new) +
          EvictableHitBlocks(demand,
                             static_cast<std::uint32_t>(table.blocks.size()));
+}
+
+std::optional<GroupTable::ExportedCheckpoint>
+RecurrentStateManager::CheckpointToExport(
+    const GroupTable& table, const AllocationDemand& demand) const {
+  const std::uint32_t n = demand.num_main;
+  if (!exports_checkpoint_ || n < demand.num_prompt_tokens) return {};
+  const std::uint32_t position = CheckpointPosition(
+      demand.num_prompt_tokens, geometry_.alignment, geometry_.draft_model);
+  if (position <= demand.num_computed || position >= n || BlocksFor(n) < 2) {
+    return {};
+  }
+  // The slot before the chunk's end state, unless it holds a state (a
+  // speculative block may serve) or is a null gap inside the table.
+  const std::uint32_t index = BlocksFor(n) - 2;
+  const auto size = static_cast<std::uint32_t>(
+      std::max(table.blocks.size(), demand.hit.size()));
+  const bool speculative_tail =
+      table.allocated_once && index + speculative_blocks_ >= size;
+  if (index < size && !speculative_tail) return {};
+  return GroupTable::ExportedCheckpoint{.position = position, .index = index};
+}
+
+void RecurrentStateManager::CommitExport(GroupTable& table,
+                                         const Request& request,
+                                         std::uint32_t num_tokens) {
+  const auto exported = table.exported_checkpoint;
+  if (!exported || num_tokens < exported->position) return;
+  table.exported_checkpoint.reset();
+  const BlockId block = table.blocks[exported->index];
+  const PrefixKey key = UnitKey(request.keys(), exported->position);
+  pool_.EvictKeys(block);  // it held an older state
+  if (pool_.CachePartial(block, key, exported->position)) {
+    registered_this_step_.insert(key);
+    RecordUnitStored(request, exported->position);
+  }
 }
 
 void RecurrentStateManager::CopyPartialHit(GroupTable& table,
@@ -140,6 +177,9 @@ void RecurrentStateManager::AllocateNew(GroupTable& table,
   }
   const std::uint32_t spec = speculative_blocks_;
   const std::uint32_t required = BlocksFor(demand.num_main) + spec;
+  const std::optional<GroupTable::ExportedCheckpoint> exported =
+      CheckpointToExport(table, demand);
+  if (exported) table.exported_checkpoint = exported;
   if (required <= table.blocks.size() && !table.partial_hit) {
     table.allocated_once = true;
     return;
@@ -150,7 +190,9 @@ void RecurrentStateManager::AllocateNew(GroupTable& table,
   } else if (!table.allocated_once && table.from_hit && previous > 0) {
     table.last_state_index = previous - 1;
   }
-  const std::uint32_t skipped = required - spec - 1;
+  // Slots before the current state stay null, but for an exported
+  // checkpoint's.
+  const std::uint32_t skipped = required - spec - 1 - (exported ? 1 : 0);
   if (table.blocks.size() < skipped) table.blocks.resize(skipped, kNullBlock);
   if (table.allocated_once) {
     // Speculative blocks now below the current state move to the end.
@@ -235,7 +277,10 @@ void RecurrentStateManager::Commit(GroupTable& table, const Request& request,
       registered_this_step_.insert(FullBlockKey(request.keys(), i));
     }
   }
-  if (aligned()) CommitCheckpoint(table, request, num_tokens);
+  if (aligned()) {
+    CommitExport(table, request, num_tokens);
+    CommitCheckpoint(table, request, num_tokens);
+  }
 }
 
 void RecurrentStateManager::CommitCheckpoint(GroupTable& table,

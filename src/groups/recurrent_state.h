@@ -28,8 +28,9 @@ namespace hkv::internal {
 class RecurrentStateManager final : public GroupManager {
  public:
   // REQUIRES: alignment is the hash unit or a multiple of it.
+  // `spec`: the group's mode, speculative and checkpoint blocks.
   RecurrentStateManager(BlockPool& pool, const GroupGeometry& geometry,
-                        RecurrentMode mode, std::uint32_t speculative_blocks);
+                        const GroupSpec& spec);
 
   // The latest state at a position <= max_length (on the alignment),
   // preceded by null blocks. Never rewinds. O(max_length / unit).
@@ -75,8 +76,18 @@ class RecurrentStateManager final : public GroupManager {
   void CommitCheckpoint(GroupTable& table, const Request& request,
                         std::uint32_t num_tokens);
 
+  // The prompt's checkpoint to export into the slot before the current
+  // state, when this allocation's chunk computes past it (spec §3.4.4 step
+  // 8) and the kernel can.
+  std::optional<GroupTable::ExportedCheckpoint> CheckpointToExport(
+      const GroupTable& table, const AllocationDemand& demand) const;
+  // Keys the exported checkpoint once its chunk is computed.
+  void CommitExport(GroupTable& table, const Request& request,
+                    std::uint32_t num_tokens);
+
   RecurrentMode mode_;
   std::uint32_t speculative_blocks_;
+  bool exports_checkpoint_;
   absl::flat_hash_set<PrefixKey, PrefixKeyHash> registered_this_step_;
 };
 
