@@ -64,7 +64,8 @@ TEST(EventsTest, V21_RunAfterNullSlotNamesItsLogicalParent) {
                            internal::Events::kEnabled);
   internal::FullAttentionManager manager(
       pool,
-      {.block_size = 1, .hash_unit = 1, .alignment = 1, .scheduler_block = 1});
+      {.block_size = 1, .hash_unit = 1, .alignment = 1, .scheduler_block = 1},
+      0);
   const KeyScheme scheme = *MakeKeyScheme({.hash_unit = 1});
   const Request r({.id = RequestId{0}}, std::vector<TokenId>{10, 11, 12, 13},
                   scheme);

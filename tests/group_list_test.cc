@@ -57,6 +57,8 @@ TEST(GroupListTest, ParsesEveryOption) {
   EXPECT_EQ(Parse("scratch:64:blocks=2")[0].scratch_blocks, 2u);
   EXPECT_EQ(Parse("recurrent:16:mode=none")[0].recurrent_mode,
             RecurrentMode::kNone);
+  EXPECT_EQ(Parse("recurrent:16:export")[0].checkpoint_blocks, 1u);
+  EXPECT_EQ(Parse("full:16:output_window=128")[0].output_window, 128u);
 }
 
 TEST(GroupListTest, KindNamesAreTheSyntaxNames) {
@@ -121,6 +123,10 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"recurrent:16:spec=x", "group 0", "spec \"x\" is not"},
         Malformed{"scratch:64", "group 0", "scratch needs blocks=N"},
         Malformed{"full:16:eagle:eagle", "group 0", "option eagle given twice"},
+        Malformed{"full:16:export", "group 0",
+                  "option export applies to recurrent groups, not full"},
+        Malformed{"sliding:16:window=4:output_window=4", "group 0",
+                  "option output_window= applies to full groups, not sliding"},
         Malformed{"sliding:16:window=1:window=2", "group 0",
                   "option window given twice"}),
     [](const ::testing::TestParamInfo<Malformed>& test) {

@@ -47,6 +47,9 @@ GroupSpec GenGroup(std::uint32_t unit) {
   if (g.kind == GroupKind::kSlidingWindow) {
     g.sliding_window = *rc::gen::inRange(1u, 3 * g.block_size + 1);
   }
+  if (g.kind == GroupKind::kFullAttention && *rc::gen::inRange(0, 4) == 0) {
+    g.output_window = *rc::gen::inRange(1u, 3 * g.block_size + 1);  // R-SWA
+  }
   if (g.kind != GroupKind::kChunkedLocal && g.kind != GroupKind::kScratch &&
       *rc::gen::inRange(0, 4) == 0) {
     g.speculation = Speculation::kEagle;
@@ -237,9 +240,10 @@ class HybridHarness {
     RC_LOG() << "hash unit " << config_.keys.hash_unit << "; groups:";
     for (const GroupSpec& g : config_.groups) {
       RC_LOG() << " kind " << static_cast<int>(g.kind) << " b " << g.block_size
-               << " W " << g.sliding_window << " C " << g.chunk_size
-               << " eagle " << (g.speculation == Speculation::kEagle)
-               << " mode " << static_cast<int>(g.recurrent_mode) << " spec "
+               << " W " << g.sliding_window << " out " << g.output_window
+               << " C " << g.chunk_size << " eagle "
+               << (g.speculation == Speculation::kEagle) << " mode "
+               << static_cast<int>(g.recurrent_mode) << " spec "
                << g.speculative_blocks << " export " << g.checkpoint_blocks
                << ";";
     }

@@ -20,11 +20,13 @@ class PartialHitsTest : public ::testing::Test {
     pool_ = std::make_unique<internal::BlockPool>(num_blocks,
                                                   internal::Caching::kEnabled);
     manager_ = std::make_unique<internal::FullAttentionManager>(
-        *pool_, internal::GroupGeometry{.block_size = block_size,
-                                        .hash_unit = unit,
-                                        .alignment = unit,
-                                        .scheduler_block = block_size,
-                                        .rewind = rewind});
+        *pool_,
+        internal::GroupGeometry{.block_size = block_size,
+                                .hash_unit = unit,
+                                .alignment = unit,
+                                .scheduler_block = block_size,
+                                .rewind = rewind},
+        0);
     scheme_ = *MakeKeyScheme({.hash_unit = unit});
   }
 

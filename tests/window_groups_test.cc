@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "groups/chunked_local.h"
+#include "groups/full_attention.h"
 #include "groups/sliding_window.h"
 #include "test_util.h"
 
@@ -160,6 +161,60 @@ TEST(WindowGroupsTest, V41_ChunkedLocalReleasesEarlierChunks) {
     chunked.RemoveSkippedBlocks(table, processed);
     EXPECT_EQ(NumNull(table), nulls) << processed;
   }
+}
+
+// R-SWA: full attention whose decode reads the prompt (16 tokens) and the
+// last 8 outputs; b = 4.
+TEST(WindowGroupsTest, V42_OutputWindowReleasesTheGapAfterThePrompt) {
+  BlockPool pool(16, internal::Caching::kEnabled);
+  internal::FullAttentionManager attention(pool, Geometry(4, 4, 4), 8);
+  GroupTable table = FreshTable(pool, 10);
+  table.num_prompt_tokens = 16;
+  attention.RemoveSkippedBlocks(table, 24);  // outputs 16-23 are read
+  EXPECT_EQ(NumNull(table), 0u);
+  attention.RemoveSkippedBlocks(table, 28);
+  EXPECT_EQ(NumNull(table), 1u);
+  EXPECT_EQ(table.blocks[4], kNullBlock);
+  attention.RemoveSkippedBlocks(table, 36);
+  EXPECT_EQ(NumNull(table), 3u);
+  EXPECT_EQ(table.blocks[5], kNullBlock);
+  EXPECT_EQ(table.blocks[6], kNullBlock);
+  // Plain full attention releases nothing.
+  internal::FullAttentionManager plain(pool, Geometry(4, 4, 4), 0);
+  GroupTable whole = FreshTable(pool, 4);
+  whole.num_prompt_tokens = 4;
+  plain.RemoveSkippedBlocks(whole, 16);
+  EXPECT_EQ(NumNull(whole), 0u);
+}
+
+// Through the cache: the released output blocks stay cached, so a later
+// request carrying the same conversation still hits them.
+TEST(WindowGroupsTest, OutputWindowBlocksStayCachedAfterRelease) {
+  internal::CacheCore cache({.groups = {{.block_size = 4, .output_window = 8}},
+                             .num_blocks = 32,
+                             .keys = {.hash_unit = 4}});
+  Request r({.id = RequestId{1}}, ::hkv::testing::Range(0, 16),
+            cache.key_scheme());
+  ASSERT_TRUE(cache.Allocate(r, {.num_new_tokens = 16}));
+  cache.Commit(r, 16);
+  std::uint32_t computed = 16;
+  for (TokenId t = 100; t < 120; ++t) {
+    r.AppendTokens(std::vector<TokenId>{t});
+    ASSERT_TRUE(cache.Allocate(
+        r, {.num_computed_tokens = computed, .num_new_tokens = 1}));
+    cache.Commit(r, ++computed);
+  }
+  // 36 tokens computed: outputs [16, 28) are out of the window.
+  const std::vector<BlockId> table = ::hkv::testing::Table(cache, r.id());
+  EXPECT_NE(table[3], kNullBlock);
+  EXPECT_EQ(table[4], kNullBlock);
+  EXPECT_EQ(table[5], kNullBlock);
+  EXPECT_NE(table[7], kNullBlock);
+  EXPECT_TRUE(cache.CheckInvariants());
+  const Request next({.id = RequestId{2}},
+                     std::vector<TokenId>(r.tokens().begin(), r.tokens().end()),
+                     cache.key_scheme());
+  EXPECT_EQ(cache.Lookup(next).num_tokens, 32u);
 }
 
 TEST(WindowGroupsTest, V43_PredictorCountsEvictableHitBlocks) {

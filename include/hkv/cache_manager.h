@@ -68,7 +68,11 @@ struct GroupSpec {
   GroupKind kind = GroupKind::kFullAttention;
   std::uint32_t block_size = 16;  // tokens per page on one rank
   Speculation speculation = Speculation::kNone;
-  std::uint32_t sliding_window = 0;            // W, for kSlidingWindow
+  std::uint32_t sliding_window = 0;  // W, for kSlidingWindow
+  // kFullAttention, 0: none. Decode reads the whole prompt but only the
+  // last `output_window` tokens after it (R-SWA): output blocks that fall
+  // out of it are released. Lookups are those of full attention.
+  std::uint32_t output_window = 0;
   std::uint32_t chunk_size = 0;                // C, for kChunkedLocal
   DcpLayout dcp_layout = DcpLayout::kSharded;  // recurrent: never sharded
   RecurrentMode recurrent_mode = RecurrentMode::kAlign;  // kRecurrent

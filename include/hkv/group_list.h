@@ -1,10 +1,12 @@
 // A compact text form of a hybrid model's cache groups, for the command line:
 // comma-separated groups, each `kind:block[:option...]`.
 //
-//   kinds    full, sliding (needs window=W), chunked (needs chunk=C),
+//   kinds    full (output_window=W: decode reads the prompt and the last W
+//            outputs), sliding (needs window=W), chunked (needs chunk=C),
 //            recurrent (mode=align|all|none, default align; spec=S speculative
-//            state blocks, default 0), scratch (needs blocks=N pages per
-//            request)
+//            state blocks, default 0; export: the kernel leaves the prompt's
+//            checkpoint from inside a chunk), scratch (needs blocks=N pages
+//            per request)
 //   options  eagle (the group feeds an EAGLE/MTP draft model), replicated
 //            (whole pages on every DCP rank instead of sharded ones)
 //

@@ -13,8 +13,11 @@ Result<void> Invalid(std::string message) {
 
 std::string Num(std::uint64_t n) { return std::to_string(n); }
 
-Result<void> ValidateCheckpointExport(const GroupSpec& group,
-                                      const std::string& name) {
+Result<void> ValidateKindOptions(const GroupSpec& group,
+                                 const std::string& name) {
+  if (group.output_window > 0 && group.kind != GroupKind::kFullAttention) {
+    return Invalid(name + "output_window applies to full-attention groups");
+  }
   if (group.checkpoint_blocks == 0) return {};
   if (group.kind != GroupKind::kRecurrent ||
       group.recurrent_mode != RecurrentMode::kAlign) {
@@ -79,7 +82,7 @@ Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
       }
       break;
   }
-  return ValidateCheckpointExport(group, name);
+  return ValidateKindOptions(group, name);
 }
 
 Result<void> ValidateRetention(const CacheConfig& config,

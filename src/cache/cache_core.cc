@@ -39,7 +39,8 @@ std::unique_ptr<GroupManager> MakeManager(const GroupSpec& spec,
     case GroupKind::kFullAttention:
       break;
   }
-  return std::make_unique<FullAttentionManager>(pool, geometry);
+  return std::make_unique<FullAttentionManager>(pool, geometry,
+                                                spec.output_window);
 }
 
 }  // namespace

@@ -7,8 +7,9 @@
 namespace hkv::internal {
 
 FullAttentionManager::FullAttentionManager(BlockPool& pool,
-                                           const GroupGeometry& geometry)
-    : GroupManager(pool, geometry) {
+                                           const GroupGeometry& geometry,
+                                           std::uint32_t output_window)
+    : GroupManager(pool, geometry), output_window_(output_window) {
   HKV_DCHECK(geometry.block_size % geometry.hash_unit == 0);
   HKV_DCHECK(geometry.alignment == geometry.hash_unit ||
              geometry.alignment % geometry.block_size == 0);
@@ -84,6 +85,26 @@ void FullAttentionManager::Commit(GroupTable& table, const Request& request,
   if (geometry_.block_size != geometry_.hash_unit) {
     CommitPartialTail(table, request, num_tokens, replay);
   }
+}
+
+void FullAttentionManager::RemoveSkippedBlocks(GroupTable& table,
+                                               std::uint32_t num_processed) {
+  if (output_window_ == 0) return;
+  const std::uint32_t b = geometry_.block_size;
+  const std::uint32_t prompt = table.num_prompt_tokens;
+  const std::uint32_t first = (prompt + b - 1) / b;
+  const std::uint32_t read_from = num_processed > prompt + output_window_
+                                      ? num_processed - output_window_
+                                      : prompt;
+  const std::uint32_t end = std::min<std::uint32_t>(
+      read_from / b, static_cast<std::uint32_t>(table.blocks.size()));
+  std::vector<BlockId> released;
+  for (std::uint32_t i = end; i-- > first;) {
+    if (table.blocks[i] == kNullBlock) break;  // released by an earlier call
+    released.push_back(table.blocks[i]);
+    table.blocks[i] = kNullBlock;
+  }
+  if (!released.empty()) pool_.Free(released);
 }
 
 }  // namespace hkv::internal

@@ -1,5 +1,7 @@
 // Full attention (and MLA): every position up to the end of the longest chain
-// of the request's keys is resumable. With a hash unit finer than the block,
+// of the request's keys is resumable. With an output window (R-SWA), decode
+// reads the prompt and the last W outputs only, and the blocks between are
+// released as the request advances. With a hash unit finer than the block,
 // a hit may end inside a page: a cached entry at a later boundary of the same
 // page proves every earlier boundary there (spec §3.1, phase 2).
 //
@@ -14,7 +16,9 @@ class FullAttentionManager final : public GroupManager {
  public:
   // REQUIRES: hash_unit divides block_size; alignment is hash_unit (fine
   // hits) or a multiple of block_size.
-  FullAttentionManager(BlockPool& pool, const GroupGeometry& geometry);
+  // `output_window`: 0, or the R-SWA window over the outputs.
+  FullAttentionManager(BlockPool& pool, const GroupGeometry& geometry,
+                       std::uint32_t output_window);
 
   // Phase 1: the run of cached full blocks from position 0. Phase 2 (fine):
   // the first page not matched in full, proven by its own full entry or by a
@@ -25,6 +29,11 @@ class FullAttentionManager final : public GroupManager {
 
   std::uint32_t SkippedTokens(std::uint32_t) const override { return 0; }
 
+  // With an output window: releases the output blocks no longer read, the
+  // gap [ceil(P / b), max(P, processed - window) / b), last first.
+  void RemoveSkippedBlocks(GroupTable& table,
+                           std::uint32_t num_processed) override;
+
   // Registers full blocks, then (block != hash unit) the prompt's partial
   // tail entries (spec §3.7.1).
   void Commit(GroupTable& table, const Request& request,
@@ -33,6 +42,7 @@ class FullAttentionManager final : public GroupManager {
 
  private:
   bool fine() const { return geometry_.alignment < geometry_.block_size; }
+  std::uint32_t output_window_;
   // Extends `hit` into the first page not matched in full (phase 2).
   void ExtendIntoPage(const HitQuery& query, GroupHit& hit) const;
 };

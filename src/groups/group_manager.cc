@@ -82,6 +82,7 @@ void GroupManager::AdoptHit(GroupTable& table, const AllocationDemand& demand) {
     table.blocks.push_back(hit[i]);
   }
   table.num_committed_blocks = static_cast<std::uint32_t>(table.blocks.size());
+  table.num_prompt_tokens = demand.num_prompt_tokens;
   table.from_hit = hit.size() > skipped;
   if (AdoptsPartialHit(demand)) {
     const std::uint32_t index =

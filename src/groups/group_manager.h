@@ -67,7 +67,8 @@ struct GroupTable {
     BlockId source;
   };
   std::optional<PartialHit> partial_hit = std::nullopt;
-  bool from_hit = false;  // the table started as an adopted hit
+  bool from_hit = false;                // the table started as an adopted hit
+  std::uint32_t num_prompt_tokens = 0;  // the request's, at admission
 
   // Recurrent groups only.
   bool allocated_once = false;     // speculative blocks exist

@@ -74,6 +74,7 @@ constexpr NumberOption kNumberOptions[] = {
     {"chunk", GroupKind::kChunkedLocal, &GroupSpec::chunk_size, 1},
     {"spec", GroupKind::kRecurrent, &GroupSpec::speculative_blocks, 0},
     {"blocks", GroupKind::kScratch, &GroupSpec::scratch_blocks, 1},
+    {"output_window", GroupKind::kFullAttention, &GroupSpec::output_window, 1},
 };
 
 Result<void> CheckKind(std::string_view option, GroupKind wanted,
@@ -130,6 +131,12 @@ Result<void> ApplyOption(std::string_view option, GroupSpec& spec) {
     spec.speculation = Speculation::kEagle;
   } else if (option == "replicated") {
     spec.dcp_layout = DcpLayout::kReplicated;
+  } else if (option == "export") {
+    if (spec.kind != GroupKind::kRecurrent) {
+      return Problem("option export applies to recurrent groups, not " +
+                     std::string(GroupKindName(spec.kind)));
+    }
+    spec.checkpoint_blocks = 1;
   } else if (option.empty()) {
     return Problem("empty option");
   } else {
