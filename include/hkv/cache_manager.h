@@ -263,13 +263,21 @@ class CacheManager {
   // Adopts `args.hit` (first allocation only) and takes blocks so the
   // request's tables cover num_computed + hit + new + lookahead tokens, all
   // groups or none. Returns std::nullopt when free blocks are short.
-  // REQUIRES: request keyed with key_scheme(); new tokens or a hit; a hit
-  // only for a request holding no blocks, with num_computed_tokens 0, one
-  // block list per group covering it, and still cached: a hit whose blocks
-  // lost keys since the lookup must equal a fresh lookup.
-  // O(new blocks + hit blocks).
+  // REQUIRES: request keyed with key_scheme(); new tokens, external tokens
+  // or a hit; a hit only for a request holding no blocks, with
+  // num_computed_tokens 0, one block list per group covering it, and still
+  // cached: a hit whose blocks lost keys since the lookup must equal a fresh
+  // lookup; external tokens only after a hit ending on a scheduler block
+  // (TruncateHit: a copied sub-block tail and a connector's load must not
+  // both write one block, spec §9 item 20). O(new blocks + hit blocks).
   std::optional<NewBlocks> Allocate(const Request& request,
                                     const AllocationRequest& args);
+
+  // `hit` cut to its first `num_tokens` tokens, for a connector that loads
+  // the rest: each group keeps the blocks covering them (a recurrent group
+  // then has no state at num_tokens: the connector supplies it). REQUIRES:
+  // num_tokens <= hit.num_tokens, a multiple of the scheduler block. Pure.
+  CacheHit TruncateHit(const CacheHit& hit, std::uint32_t num_tokens) const;
 
   // How many of chunk.num_new_tokens to schedule so that aligned recurrent
   // groups keep usable states: chunks end on block boundaries, at the

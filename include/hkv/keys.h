@@ -42,7 +42,12 @@ std::string_view KeyFunctionName(KeyFunction function);
 struct KeySchemeOptions {
   KeyFunction function = KeyFunction::kSha256Cbor;
   std::uint32_t hash_unit = 16;  // tokens per key
-  std::string seed = "0";        // the reference system's PYTHONHASHSEED
+  // The seed of every chain (the reference system's PYTHONHASHSEED). Unset:
+  // "0" for sha256_cbor; for xxh3_128_cbor a random one per scheme, since a
+  // known seed of a non-cryptographic hash lets prompts with colliding keys
+  // be crafted offline (spec §9 item 15). Set it to share xxh3 keys across
+  // processes (a router mirroring several engines).
+  std::optional<std::string> seed = std::nullopt;
 };
 
 // How a request's tokens become keys. Build with MakeKeyScheme.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cache/commit_rules.h"
+#include "cache/hit_shape.h"
 #include "cache/prefix_stats.h"
 #include "check.h"
 #include "groups/chunked_local.h"
@@ -122,28 +123,24 @@ void CacheCore::CheckAllocation(const Request& request,
   if (hit == nullptr || hit->num_tokens == 0) return;
   HKV_REQUIRE(!running,
               "a hit can only be adopted by a request that holds no blocks");
+  HKV_REQUIRE(args.num_external_computed_tokens == 0 ||
+                  hit->num_tokens % geometry_.scheduler_block == 0,
+              "external tokens after a hit ending inside a block: cut the hit "
+              "to a block boundary first (TruncateHit)");
   HKV_REQUIRE(args.num_computed_tokens == 0,
               "a request adopting a hit has computed nothing else");
   CheckHit(request, *hit);
 }
 
+CacheHit CacheCore::TruncateHit(const CacheHit& hit,
+                                std::uint32_t num_tokens) const {
+  return internal::TruncateHit(hit, num_tokens, geometry_);
+}
+
 void CacheCore::CheckHit(const Request& request, const CacheHit& hit) const {
-  HKV_REQUIRE(hit.num_tokens < request.num_tokens(),
-              "a hit covers less than the request's tokens");
-  HKV_REQUIRE(hit.blocks.size() == groups_.size(),
-              "the hit has one block list per group");
-  for (std::size_t g = 0; g < groups_.size(); ++g) {
-    const std::uint32_t b = groups_[g]->geometry().block_size;
-    const std::size_t covering = IsPrefixCacheable(config_.groups[g])
-                                     ? (hit.num_tokens + b - 1) / b
-                                     : 0;  // a group that caches nothing
-    HKV_REQUIRE(hit.blocks[g].size() == covering,
-                "each group's hit blocks cover the hit");
-    for (BlockId block : hit.blocks[g]) {
-      HKV_REQUIRE(ToIndex(block) < pool_.num_blocks(),
-                  "hit block id out of range");
-    }
-  }
+  CheckHitShape(hit, {.num_request_tokens = request.num_tokens(),
+                      .config = config_,
+                      .geometry = geometry_});
   if (hit.key_generation != pool_.key_generation()) {
     const CacheHit fresh = Lookup(request);
     HKV_REQUIRE(

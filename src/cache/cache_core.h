@@ -37,6 +37,7 @@ class CacheCore {
   CacheHit Lookup(const Request& request) const;
   std::optional<NewBlocks> Allocate(const Request& request,
                                     const AllocationRequest& args);
+  CacheHit TruncateHit(const CacheHit& hit, std::uint32_t num_tokens) const;
   void Commit(const Request& request, std::uint32_t num_computed_tokens);
   std::uint32_t SplitPrefill(const Request& request,
                              const PrefillChunk& chunk) const {

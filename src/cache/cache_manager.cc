@@ -35,6 +35,11 @@ std::optional<NewBlocks> CacheManager::Allocate(const Request& request,
                                                 const AllocationRequest& args) {
   return impl_->core.Allocate(request, args);
 }
+CacheHit CacheManager::TruncateHit(const CacheHit& hit,
+                                   std::uint32_t num_tokens) const {
+  return impl_->core.TruncateHit(hit, num_tokens);
+}
+
 std::uint32_t CacheManager::SplitPrefill(const Request& request,
                                          const PrefillChunk& chunk) const {
   return impl_->core.SplitPrefill(request, chunk);

@@ -2,12 +2,22 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <random>
+#include <string>
 
 #include "core/cbor.h"
 #include "core/digest.h"
 
 namespace hkv {
 namespace {
+
+std::string DefaultSeed(KeyFunction function) {
+  if (function == KeyFunction::kSha256Cbor) return "0";
+  std::random_device entropy;
+  std::string seed;
+  for (int i = 0; i < 4; ++i) seed += std::to_string(entropy());
+  return seed;
+}
 
 BlockHash Digest(KeyFunction function, std::span<const std::uint8_t> bytes) {
   return function == KeyFunction::kSha256Cbor ? internal::Sha256(bytes)
@@ -85,7 +95,9 @@ Result<KeyScheme> MakeKeyScheme(const KeySchemeOptions& options) {
   }
   return KeyScheme{.function = options.function,
                    .hash_unit = options.hash_unit,
-                   .seed_key = SeedKey(options.function, options.seed)};
+                   .seed_key = SeedKey(
+                       options.function,
+                       options.seed.value_or(DefaultSeed(options.function)))};
 }
 
 std::vector<ExtraKey> UnitExtraKeys(const KeyExtras& extras,
