@@ -121,8 +121,9 @@ struct Plan {
 // Every feasible geometry with power-of-two blocks from 16 to 8192 (the
 // recurrent block equal to the target block in the coupled layout) and
 // power-of-two hash units from 16 dividing them, whose hit unit is at most
-// `max_hit_unit`, best first: most tokens in the shared pool, then smaller
-// hit unit, larger hash unit, smaller blocks. Returns kInfeasible when none
+// `max_hit_unit`, best first: most tokens in the shared pool (whole
+// requests, then reference_tokens), then smaller hit unit, larger hash unit,
+// smaller blocks. Returns kInfeasible when none
 // qualifies.
 [[nodiscard]] Result<std::vector<Plan>> SearchGeometries(
     const ModelSpec& model, const PlanOptions& options,

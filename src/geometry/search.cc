@@ -11,10 +11,12 @@ namespace {
 constexpr std::uint32_t kMinBlock = 16;
 constexpr std::uint32_t kMaxBlock = 8192;
 
-// Better first: more tokens, finer hits, coarser keys, smaller blocks.
+// Better first: more tokens (whole requests, then the fraction the
+// reference logs), finer hits, coarser keys, smaller blocks.
 bool Better(const Plan& a, const Plan& b) {
   const auto key = [](const Plan& p) {
-    return std::tuple(-static_cast<double>(p.shared.tokens), p.hit_unit,
+    return std::tuple(-static_cast<double>(p.shared.tokens),
+                      -static_cast<double>(p.reference_tokens), p.hit_unit,
                       -static_cast<double>(p.geometry.hash_unit),
                       p.geometry.target_block, p.geometry.recurrent_block);
   };
