@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "hkv/geometry.h"
 #include "hkv/model.h"
 #include "hkv/planner.h"
@@ -49,6 +51,10 @@ TEST(PlannerFormulaTest, StateBytesDivideByTpAndGrowWithSpeculation) {
   ASSERT_FALSE(bad);
   EXPECT_THAT(bad.error().message, HasSubstr("TP 3"));
   EXPECT_FALSE(StateBytes({StateTensor{}}, 1, 0));
+  Result<std::uint64_t> no_dim =
+      StateBytes({StateTensor{.shape = {4, 4}, .tp_dim = 2}}, 2, 0);
+  ASSERT_FALSE(no_dim);
+  EXPECT_THAT(no_dim.error().message, HasSubstr("tp_dim 2"));
 }
 
 TEST(PlannerFormulaTest, CoupledBlockAlignsToTheLargerOfKernelAndBlock) {
@@ -240,6 +246,21 @@ TEST(PlannerFormulaTest, OneGroupTakesOnlyItsBlockAsUnit) {
   EXPECT_THAT(finer.error().message, HasSubstr("block 32, not 16"));
 }
 
+TEST(PlannerFormulaTest, HugeFiguresSaturateInsteadOfWrapping) {
+  // 2^51 one-byte states of 3 blocks each, times a 2^32 - 1 token context.
+  const ModelSpec model{
+      .name = "tiny-state",
+      .layers = {{.kind = LayerKind::kRecurrent, .state_bytes = 1}}};
+  Result<Plan> plan =
+      PlanCapacity(model, {16, 16, 16},
+                   {.budget_bytes = std::uint64_t{1} << 51,
+                    .context_tokens = (std::uint64_t{1} << 32) - 1});
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->shared.concurrency, ((std::uint64_t{1} << 51) - 1) / 3);
+  EXPECT_EQ(plan->shared.tokens, std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(plan->reference_tokens, std::numeric_limits<std::uint64_t>::max());
+}
+
 TEST(PlannerFormulaTest, ParseByteSize) {
   EXPECT_EQ(ParseByteSize("33GiB").value(), 33ull << 30);
   EXPECT_EQ(ParseByteSize("1.5TB").value(), 1'500'000'000'000u);
@@ -269,6 +290,12 @@ TEST(PlannerFormulaTest, ModelJsonNamesWhatIsWrong) {
   EXPECT_THAT(error(R"({"name": "x", "layers": [{"kind": "recurrent",
                 "state_bytes": 8, "state": [{"shape": [1]}]}]})"),
               HasSubstr("not both"));
+  EXPECT_THAT(error(R"({"name": "x", "layers": [{"kind": "recurrent",
+                "state": [{"shape": []}]}]})"),
+              HasSubstr("needs a shape"));
+  EXPECT_THAT(error(R"({"layers": [{"kind": "mla",
+                "record_bytes_per_token": 8}], "draft": {"tokens": 1}})"),
+              HasSubstr("unknown draft field \"tokens\""));
   EXPECT_THAT(error("{"), HasSubstr("model description"));
   EXPECT_EQ(LoadPreset("nope").error().code, ErrorCode::kNotFound);
 }

@@ -18,6 +18,11 @@ Result<std::uint64_t> TensorBytes(const StateTensor& tensor, std::uint32_t tp,
   if (tensor.shape.empty()) {
     return Fail(ErrorCode::kInvalidArgument, "a state tensor has no shape");
   }
+  if (tensor.tp_dim && *tensor.tp_dim >= tensor.shape.size()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                Cat("tp_dim ", *tensor.tp_dim, " is not a dimension of a ",
+                    tensor.shape.size(), "-dimensional state tensor"));
+  }
   std::uint64_t bytes = tensor.dtype_bytes;
   for (std::size_t d = 0; d < tensor.shape.size(); ++d) {
     std::uint64_t extent = tensor.shape[d];

@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "geometry/arith.h"
 #include "geometry/text.h"
 #include "hkv/geometry.h"
 
@@ -61,7 +62,7 @@ Grouping Measure(const ModelSpec& model, const std::vector<Bucket>& buckets,
   if (model.layout == Layout::kSplit) {
     g.stride = RoundUp(g.stride, model.stride_alignment);
   }
-  g.cost = g.stride * g.blocks_per_request;
+  g.cost = SaturatingMul(g.stride, g.blocks_per_request);
   return g;
 }
 

@@ -51,6 +51,11 @@ std::string LayerProblem(const LayerSpec& layer) {
   if (!layer.state.empty() && layer.state_bytes > 0) {
     return "give state tensors or state_bytes, not both";
   }
+  for (const StateTensor& tensor : layer.state) {
+    if (tensor.shape.empty() || tensor.dtype_bytes == 0) {
+      return "a state tensor needs a shape and a dtype";
+    }
+  }
   return {};
 }
 
@@ -147,6 +152,20 @@ std::vector<LayerSpec> LayersFromJson(const Json& j) {
   return layers;
 }
 
+DraftSpec DraftFromJson(const Json& j) {
+  DraftSpec d;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "speculative_tokens") {
+      d.speculative_tokens = value.get<std::uint32_t>();
+    } else if (key == "layers") {
+      d.layers = LayersFromJson(value);
+    } else {
+      throw std::invalid_argument("unknown draft field \"" + key + "\"");
+    }
+  }
+  return d;
+}
+
 Layout LayoutOf(const std::string& name) {
   if (name == "coupled") return Layout::kCoupled;
   if (name == "split") return Layout::kSplit;
@@ -167,11 +186,7 @@ ModelSpec ModelFromJson(const Json& j) {
     } else if (key == "layers") {
       m.layers = LayersFromJson(value);
     } else if (key == "draft") {
-      m.draft.speculative_tokens =
-          value.value("speculative_tokens", std::uint32_t{0});
-      if (value.contains("layers")) {
-        m.draft.layers = LayersFromJson(value["layers"]);
-      }
+      m.draft = DraftFromJson(value);
     } else if (key != "description" && key != "source" && key != "licence") {
       throw std::invalid_argument("unknown model field \"" + key + "\"");
     }

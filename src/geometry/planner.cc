@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "geometry/arith.h"
 #include "geometry/buckets.h"
 #include "geometry/grouping.h"
 #include "geometry/text.h"
@@ -15,13 +16,8 @@ using internal::Bucket;
 using internal::Cat;
 using internal::GroupingResult;
 using internal::GroupLayers;
-
-__extension__ typedef unsigned __int128 Uint128;
-
-// floor(a x b / c) without overflow. REQUIRES: c > 0 and a result < 2^64.
-std::uint64_t MulDiv(std::uint64_t a, std::uint64_t b, std::uint64_t c) {
-  return static_cast<std::uint64_t>(Uint128{a} * b / c);
-}
+using internal::MulDiv;
+using internal::SaturatingMul;
 
 // The scheduler block, hash unit and alignment of spec §5.2 and §4.5.
 struct HitRules {
@@ -116,7 +112,8 @@ Result<void> FillShared(const PlanOptions& options, Plan& plan) {
   }
   plan.shared.blocks = blocks;
   plan.shared.concurrency = (blocks - 1) / per_request;
-  plan.shared.tokens = plan.shared.concurrency * options.context_tokens;
+  plan.shared.tokens =
+      SaturatingMul(plan.shared.concurrency, options.context_tokens);
   plan.shared.waste =
       static_cast<double>(wasted) / static_cast<double>(plan.cost_bytes);
   plan.reference_tokens = MulDiv(blocks, options.context_tokens, per_request);
@@ -140,7 +137,8 @@ void FillPerGroup(const PlanOptions& options, Plan& plan) {
   }
   plan.per_group.blocks_per_request = plan.shared.blocks_per_request;
   plan.per_group.concurrency = available / need;
-  plan.per_group.tokens = plan.per_group.concurrency * options.context_tokens;
+  plan.per_group.tokens =
+      SaturatingMul(plan.per_group.concurrency, options.context_tokens);
   plan.per_group.waste =
       static_cast<double>(need - data) / static_cast<double>(need);
 }
