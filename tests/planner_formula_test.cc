@@ -226,6 +226,9 @@ TEST(PlannerFormulaTest, ImpossibleRequestsAreErrorsWithTheNumbers) {
   ASSERT_FALSE(unit);
   EXPECT_EQ(unit.error().code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(unit.error().message, HasSubstr("hash unit 48 does not divide"));
+  Result<Plan> zero = PlanCapacity(SmallSplit(), {0, 16, 16}, kSmall);
+  ASSERT_FALSE(zero);
+  EXPECT_THAT(zero.error().message, HasSubstr("blocks must be positive"));
   ModelSpec coupled = SmallSplit();
   coupled.layout = Layout::kCoupled;
   Result<Plan> uncoupled = PlanCapacity(coupled, {64, 16, 16}, kSmall);

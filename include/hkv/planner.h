@@ -37,6 +37,9 @@ struct Geometry {
   std::uint32_t hash_unit = 0;
 
   friend bool operator==(const Geometry&, const Geometry&) = default;
+
+  // Checks that both blocks are positive. kInvalidArgument.
+  [[nodiscard]] Result<void> Validate() const;
 };
 
 struct PlanOptions {

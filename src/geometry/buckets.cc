@@ -141,9 +141,6 @@ Result<Geometry> ResolveGeometry(const ModelSpec& model,
                                  const std::vector<RankLayer>& layers,
                                  const Geometry& geometry,
                                  const PlanOptions& options) {
-  if (geometry.target_block == 0 || geometry.recurrent_block == 0) {
-    return Fail(ErrorCode::kInvalidArgument, "blocks must be positive");
-  }
   Geometry out = geometry;
   if (model.layout == Layout::kCoupled) {
     if (geometry.recurrent_block != geometry.target_block) {

@@ -49,8 +49,8 @@ struct Bucket {
 // The geometry the layout really uses: in the coupled layout the attention
 // block grows by the alignment rule and the recurrent block follows it; a
 // zero hash unit becomes the gcd of the blocks. Returns kInvalidArgument for
-// zero blocks, a coupled geometry with R != T, or coupled attention layers
-// of different page sizes.
+// a coupled geometry with R != T or coupled attention layers of different
+// page sizes. REQUIRES: geometry.Validate().
 [[nodiscard]] Result<Geometry> ResolveGeometry(
     const ModelSpec& model, const std::vector<RankLayer>& layers,
     const Geometry& geometry, const PlanOptions& options);

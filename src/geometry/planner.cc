@@ -151,6 +151,15 @@ std::vector<std::uint32_t> LayerCounts(const internal::Grouping& grouping) {
 
 }  // namespace
 
+Result<void> Geometry::Validate() const {
+  if (target_block == 0 || recurrent_block == 0) {
+    return Fail(ErrorCode::kInvalidArgument,
+                Cat("blocks must be positive (got ", target_block, "/",
+                    recurrent_block, "/", hash_unit, ")"));
+  }
+  return {};
+}
+
 Result<void> PlanOptions::Validate() const {
   if (tp == 0 || dcp == 0 || budget_bytes == 0 || context_tokens == 0 ||
       max_batched_tokens == 0) {
@@ -172,6 +181,9 @@ Result<Plan> PlanCapacity(const ModelSpec& model, const Geometry& geometry,
   if (Result<void> ok = model.Validate(); !ok)
     return tl::unexpected(ok.error());
   if (Result<void> ok = options.Validate(); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  if (Result<void> ok = geometry.Validate(); !ok) {
     return tl::unexpected(ok.error());
   }
   Result<std::vector<internal::RankLayer>> layers =
