@@ -99,8 +99,8 @@ nlohmann::json PlanJson(const PlanRow& row) {
 }
 
 constexpr const char* kRowFormat =
-    "{:<18} {:<16} {:>5} {:>11} {:>8} {:>7} {:>5} {:>10} {:>6} | {:>5} "
-    "{:>10} {:>6} | {}\n";
+    "{:<18} {:<16} {:>5} {:>11} {:>8} {:>7} {:>5} {:>10} {:>6} | {:>8} "
+    "{:>5} {:>10} {:>6} | {}\n";
 
 }  // namespace
 
@@ -108,18 +108,18 @@ void PrintPlanText(const PlanReport& report) {
   const PlanOptions& o = report.options;
   fmt::print("model {}, tp {}, dcp {}, budget {} B, context {} tokens\n",
              report.model, o.tp, o.dcp, o.budget_bytes, o.context_tokens);
-  fmt::print("{:<42}{:-^52} | {:-^23} |\n", "", " shared pool ",
+  fmt::print("{:<42}{:-^52} | {:-^32} |\n", "", " shared pool ",
              " per-group pools ");
   fmt::print(kRowFormat, "geometry", "blocks T/R/U", "hit", "stride B",
-             "blocks", "blk/req", "reqs", "tokens", "waste", "reqs", "tokens",
-             "waste", "groups");
+             "blocks", "blk/req", "reqs", "tokens", "waste", "blocks", "reqs",
+             "tokens", "waste", "groups");
   for (const PlanRow& row : report.rows) {
     const Plan& p = row.plan;
     fmt::print(kRowFormat, row.label, GeometryText(p.geometry), p.hit_unit,
                p.stride_bytes, p.shared.blocks, p.shared.blocks_per_request,
                p.shared.concurrency, p.shared.tokens,
                fmt::format("{:.1f}%", 100.0 * p.shared.waste),
-               p.per_group.concurrency, p.per_group.tokens,
+               p.per_group.blocks, p.per_group.concurrency, p.per_group.tokens,
                fmt::format("{:.1f}%", 100.0 * p.per_group.waste),
                GroupsText(p) + RebalanceText(p));
   }
