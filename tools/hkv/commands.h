@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hkv::cli {
 
@@ -29,5 +30,27 @@ struct ReplayCommandOptions {
 
 void RegisterReplay(CLI::App& app);
 int RunReplay(const ReplayCommandOptions& options);
+
+// `hkv plan --model M --budget B --context L ...`: the capacity planner.
+struct PlanCommandOptions {
+  std::string model;  // a preset name or a model JSON file
+  std::uint32_t tp = 1;
+  std::uint32_t dcp = 1;
+  std::string budget;  // a byte size, e.g. 33GiB
+  std::uint64_t context = 0;
+  std::vector<std::string> geometries;  // T/R/U or auto
+  bool search = false;
+  std::uint32_t max_unit = 8192;  // --search: the largest hit unit
+  std::uint32_t top = 10;         // --search: rows printed
+  std::uint32_t max_batched_tokens = 8192;
+  std::uint32_t checkpoint_blocks = 1;
+  std::optional<std::uint32_t> speculative_tokens;
+  std::optional<std::uint32_t> retention_interval;
+  std::optional<std::uint32_t> max_scheduled_tokens;
+  bool json = false;
+};
+
+void RegisterPlan(CLI::App& app);
+int RunPlan(const PlanCommandOptions& options);
 
 }  // namespace hkv::cli

@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   CLI::App app{"hkv: a KV-cache manager for LLM serving"};
   app.require_subcommand(1);
   hkv::cli::RegisterReplay(app);
+  hkv::cli::RegisterPlan(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {  // a command failed; it said why
