@@ -97,8 +97,8 @@ std::uint64_t TokensPerBlock(const GroupSpec& group, std::uint32_t dcp);
 // What bounds the blocks one request holds at once: its length, and the
 // tokens scheduled but not yet processed (a step's new tokens included).
 struct RequestBounds {
-  std::uint32_t max_model_len = 0;
-  std::uint32_t max_in_flight_tokens = 0;
+  std::uint64_t max_model_len = 0;
+  std::uint64_t max_in_flight_tokens = 0;
   std::uint32_t dcp = 1;
 };
 

@@ -2,6 +2,7 @@
 
 #include "check.h"
 #include "geometry/text.h"
+#include "hkv/cache_manager.h"
 #include "hkv/geometry.h"
 
 namespace hkv {
@@ -107,26 +108,33 @@ Result<std::uint32_t> AutoBlock(const AutoBlockInput& input) {
 }
 
 std::uint64_t BlocksPerRequest(const RequestBlocksInput& in) {
-  const std::uint64_t context = in.context_tokens;
-  const std::uint64_t in_flight = in.max_batched_tokens;
+  // The cache manager's own bound (spec §9 item 13: sizing and admission
+  // must not drift apart); the draft's tokens ride with the in-flight ones.
+  GroupSpec group{.block_size = in.block};
   switch (in.kind) {
     case LayerKind::kFullAttention:
     case LayerKind::kMla:
-      return CeilDiv(CeilDiv(context, in.dcp), in.block);
+      break;
     case LayerKind::kSlidingWindow:
-      return CeilDiv(
-                 std::min<std::uint64_t>(
-                     in.window_or_chunk - 1 + in.speculative_tokens + in_flight,
-                     context),
-                 in.block) +
-             1;
+      group.kind = GroupKind::kSlidingWindow;
+      group.sliding_window = in.window_or_chunk;
+      break;
     case LayerKind::kChunkedLocal:
-      return CeilDiv(std::min(in.window_or_chunk + in_flight, context),
-                     in.block);
+      group.kind = GroupKind::kChunkedLocal;
+      group.chunk_size = in.window_or_chunk;
+      break;
     case LayerKind::kRecurrent:
-      return 2 + std::uint64_t{in.speculative_tokens} + in.checkpoint_blocks;
+      group.kind = GroupKind::kRecurrent;
+      group.speculative_blocks = in.speculative_tokens;
+      group.checkpoint_blocks = in.checkpoint_blocks;
+      break;
   }
-  return 0;
+  const bool window = in.kind == LayerKind::kSlidingWindow;
+  return MaxBlocksPerRequest(
+      group, {.max_model_len = in.context_tokens,
+              .max_in_flight_tokens = std::uint64_t{in.max_batched_tokens} +
+                                      (window ? in.speculative_tokens : 0),
+              .dcp = in.dcp});
 }
 
 std::vector<std::uint32_t> RoundRobinSizes(std::uint32_t layers,
