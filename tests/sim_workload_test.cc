@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "hkv/azure_trace.h"
 #include "hkv/cost_model.h"
 #include "hkv/mooncake_trace.h"
 #include "hkv/workload.h"
@@ -93,6 +94,37 @@ TEST(WorkloadTest, ValidationNamesTheRequest) {
   Result<void> ok = ValidateWorkload(w);
   ASSERT_FALSE(ok.has_value());
   EXPECT_THAT(ok.error().message, HasSubstr("workload request 2"));
+}
+
+TEST(AzureTraceTest, ReadsLengthsAndSynthesisesSharing) {
+  const char* csv =
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+      "2023-11-16 18:15:46.5,374,44\n"
+      "2023-11-16 18:15:50.0,396,0\r\n"
+      "2023-11-17 00:00:00,2000,20\n";
+  const Result<std::vector<SimRequest>> w = ParseAzureTrace(
+      csv, {.num_prefixes = 1, .prefix_tokens = 100, .shared_fraction = 1.0});
+  ASSERT_TRUE(w.has_value()) << w.error().message;
+  ASSERT_EQ(w->size(), 3u);
+  EXPECT_DOUBLE_EQ((*w)[1].arrival_s, 3.5);
+  // 18:15:46.5 to midnight: 5 h 44 min 13.5 s.
+  EXPECT_DOUBLE_EQ((*w)[2].arrival_s, 5 * 3600 + 44 * 60 + 13.5);
+  EXPECT_EQ(PromptLength((*w)[0]), 374u);
+  EXPECT_EQ((*w)[1].output_length, 1u);
+  // Every request opens with the one shared prefix.
+  EXPECT_EQ((*w)[0].prompt[0], (*w)[2].prompt[0]);
+  EXPECT_EQ((*w)[0].prompt[0].length, 100u);
+  EXPECT_EQ(ParseAzureTrace(csv, {.seed = 5}).value(),
+            ParseAzureTrace(csv, {.seed = 5}).value());
+}
+
+TEST(AzureTraceTest, BadLinesAreNamed) {
+  const Result<std::vector<SimRequest>> w = ParseAzureTrace(
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n1.0,5,5\n2.0,x,5\n", {});
+  ASSERT_FALSE(w.has_value());
+  EXPECT_EQ(w.error().code, ErrorCode::kCorruption);
+  EXPECT_THAT(w.error().message, HasSubstr("line 3"));
+  EXPECT_FALSE(ParseAzureTrace("a,b\n", {}).has_value());
 }
 
 TEST(CostModelTest, GlmPresetReproducesThePublishedFigures) {

@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "sim_setup.h"
 
 namespace hkv::cli {
 
@@ -29,5 +32,17 @@ struct ReplayCommandOptions {
 
 void RegisterReplay(CLI::App& app);
 int RunReplay(const ReplayCommandOptions& options);
+
+// `hkv simulate ...`: one cache configuration through the engine simulator.
+void RegisterSimulate(CLI::App& app);
+int RunSimulate(const SimCommandOptions& options);
+
+// `hkv compare ...`: several configurations on one workload.
+struct CompareCommandOptions {
+  SimCommandOptions sim;
+  std::vector<std::string> configs;  // --config, repeated
+};
+void RegisterCompare(CLI::App& app);
+int RunCompare(const CompareCommandOptions& options);
 
 }  // namespace hkv::cli

@@ -9,6 +9,8 @@ int main(int argc, char** argv) {
   CLI::App app{"hkv: a KV-cache manager for LLM serving"};
   app.require_subcommand(1);
   hkv::cli::RegisterReplay(app);
+  hkv::cli::RegisterSimulate(app);
+  hkv::cli::RegisterCompare(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {  // a command failed; it said why
