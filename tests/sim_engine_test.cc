@@ -114,6 +114,24 @@ TEST(SimulatorTest, OneRequestWithoutReuseTakesThePrefillTimeToFirstToken) {
   EXPECT_DOUBLE_EQ(r.per_request[0].first_token_s, expected);
 }
 
+TEST(SimulatorTest, APromptsLastTokenIsPrefillEvenWithDrafts) {
+  // The repeat hits 32 of 33 tokens; its last token is a prefill of one
+  // token, not a decode with drafts.
+  const std::vector<SimRequest> workload = GenerateRepeats(
+      {.num_requests = 2, .prompt_tokens = 33, .output_tokens = 1});
+  SimulationOptions options = Options("full:16", 16, 64);
+  options.speculation = {.num_drafts = 3, .acceptance_rate = 1.0};
+  const SimulationResult r = Simulated(workload, options);
+  ExpectAccounted(workload, r);
+  EXPECT_EQ(r.per_request[1].reused_tokens, 32u);
+  EXPECT_EQ(r.drafts_proposed, 0u);
+  EXPECT_DOUBLE_EQ(
+      r.per_request[1].first_token_s - r.per_request[1].arrival_s,
+      StepSeconds(TestCost(),
+                  {.prefill_tokens = 1,
+                   .prefill_attention_pairs = PrefillAttentionPairs(32, 33)}));
+}
+
 TEST(SimulatorTest, DecodeStepsCostTheirContext) {
   const std::vector<SimRequest> workload = GenerateRepeats(
       {.num_requests = 1, .prompt_tokens = 1000, .output_tokens = 3});

@@ -89,7 +89,9 @@ Result<bool> Engine::ScheduleOne(std::size_t i) {
   const std::size_t index = running_[i];
   Live& live = lives_[index];
   const Request& r = *live.request;
-  live.decoding = r.num_tokens() - live.computed == 1;
+  // A decode feeds the last sampled token; a prompt's last token (after a
+  // hit of all but it) is still prefill.
+  live.decoding = live.outputs > 0 && r.num_tokens() - live.computed == 1;
   live.drafts = live.decoding ? DecodeDrafts(index) : 0;
   live.scheduled =
       live.decoding

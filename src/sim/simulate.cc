@@ -69,7 +69,10 @@ SimulationResult Engine::Finish() {
   result_.makespan_s = now_;
   for (const SimRequest& r : workload_)
     result_.prompt_tokens += PromptLength(r);
-  result_.recomputed_tokens = prefill_tokens_ - result_.computed_tokens;
+  // A resumed request's last token can run as a decode, so the prefill
+  // count may fall short of a recompute by that token.
+  result_.recomputed_tokens =
+      prefill_tokens_ - std::min(prefill_tokens_, result_.computed_tokens);
   result_.evicted_blocks = cache_.counters().evicted_blocks;
   result_.manager_stats = cache_.TakeStats();
   const std::vector<std::uint64_t> cached = cache_.CachedBlocksPerGroup();
