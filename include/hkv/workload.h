@@ -79,13 +79,18 @@ struct WorkloadCut {
 std::vector<SimRequest> CutWorkload(std::vector<SimRequest> workload,
                                     const WorkloadCut& cut);
 
-// N requests: one P-token prefix, then each a unique suffix.
+// N requests: one P-token prefix, then each a unique suffix. With
+// kPrefixFirst the prefix is first sent alone (a warm-up, one output
+// token) and the N requests arrive after it finished: its prompt's tail
+// checkpoint then lies inside the prefix, where the fan-out can resume.
+enum class FanOutWarmup { kNone, kPrefixFirst };
 struct FanOutOptions {
   std::uint32_t num_requests = 64;
   std::uint32_t prefix_tokens = 16384;
   std::uint32_t suffix_tokens = 512;
   std::uint32_t output_tokens = 128;
   double interval_s = 0.0;  // between arrivals
+  FanOutWarmup warmup = FanOutWarmup::kNone;
   std::uint64_t seed = 1;
 };
 std::vector<SimRequest> GenerateFanOut(const FanOutOptions& options);

@@ -36,10 +36,16 @@ std::vector<SimRequest> GenerateFanOut(const FanOutOptions& options) {
   IdSource ids(options.seed);
   const Segment prefix{.id = ids.Next(), .length = options.prefix_tokens};
   std::vector<SimRequest> out;
+  const bool warmup = options.warmup == FanOutWarmup::kPrefixFirst;
+  if (warmup) out.push_back(Make(ids, {prefix}, 1, 0.0));
   for (std::uint32_t i = 0; i < options.num_requests; ++i) {
     out.push_back(
         Make(ids, {prefix, {.id = ids.Next(), .length = options.suffix_tokens}},
              options.output_tokens, i * options.interval_s));
+    if (warmup) {
+      out.back().after = 0;
+      out.back().delay_s = i * options.interval_s;
+    }
   }
   return out;
 }

@@ -214,6 +214,15 @@ nlohmann::json ReportJson(const SimReport& report) {
                              {"block_size", g.block_size},
                              {"cached_blocks", g.cached_blocks}});
   }
+  for (const RequestMetrics& m : r.per_request) {
+    out["requests"].push_back({{"arrival_s", m.arrival_s},
+                               {"first_token_s", m.first_token_s},
+                               {"finish_s", m.finish_s},
+                               {"prompt_tokens", m.prompt_tokens},
+                               {"reused_tokens", m.reused_tokens},
+                               {"output_tokens", m.output_tokens},
+                               {"preemptions", m.preemptions}});
+  }
   for (const UsageSample& s : r.usage) {
     out["kv_usage"].push_back({s.time_s, s.usage});
   }

@@ -22,7 +22,8 @@ void AddWorkloadOptions(CLI::App& sub, SimCommandOptions& o) {
       "--workload", o.workload,
       "KIND[:ARGS]: mooncake:FILE, azure:FILE[,prefixes=N,prefix=T,"
       "shared=F,seed=S], fanout[:requests=N,prefix=T,suffix=T,output=T,"
-      "interval=S,seed=S], agent[:sessions=N,turns=N,system=T,message=T,"
+      "interval=S,warmup=0|1,seed=S], "
+      "agent[:sessions=N,turns=N,system=T,message=T,"
       "output=T,interval=S,think=S,seed=S], needle[:documents=N,document=T,"
       "questions=N,question=T,output=T,interval=S,seed=S], repeat[:requests=N,"
       "prompt=T,output=T,seed=S] (default: the bundled Mooncake "

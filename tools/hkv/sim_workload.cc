@@ -85,6 +85,9 @@ Result<std::vector<SimRequest>> Generator(const std::string& kind,
     a.Take("requests", o.num_requests).Take("prefix", o.prefix_tokens);
     a.Take("suffix", o.suffix_tokens).Take("output", o.output_tokens);
     a.Take("interval", o.interval_s).Take("seed", o.seed);
+    std::uint32_t warmup = 0;
+    a.Take("warmup", warmup);
+    if (warmup != 0) o.warmup = FanOutWarmup::kPrefixFirst;
     return Generated(a.Done(kind), o, &GenerateFanOut);
   }
   if (kind == "agent") {
