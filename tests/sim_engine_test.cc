@@ -95,6 +95,57 @@ INSTANTIATE_TEST_SUITE_P(
                       RepeatCase{"full:2048:eagle,recurrent:256", 256, 51968},
                       RepeatCase{"full:16", 16, 52432}));
 
+// A fan-out resumes where full attention proves the prefix: at a 2048-token
+// page boundary (14,336 of 16,000), or, when the prefix was sent alone
+// first and hash units are finer, at its tail checkpoint (15,872).
+TEST(SimulatorTest, FanOutReusesFinerAfterAWarmUpWithFineUnits) {
+  const auto reuse = [](std::string_view groups, std::uint32_t unit,
+                        FanOutWarmup warmup) {
+    const std::vector<SimRequest> w = GenerateFanOut({.num_requests = 4,
+                                                      .prefix_tokens = 16000,
+                                                      .suffix_tokens = 512,
+                                                      .output_tokens = 4,
+                                                      .warmup = warmup});
+    SimulationOptions options = Options(groups, unit, 4096);
+    options.arrivals = ArrivalMode::kClosedLoop;
+    options.concurrency = 1;
+    const SimulationResult r = Simulated(w, options);
+    ExpectAccounted(w, r);
+    return r.per_request.back().reused_tokens;
+  };
+  EXPECT_EQ(reuse("full:2048,recurrent:2048", 2048, FanOutWarmup::kNone),
+            14336u);
+  EXPECT_EQ(reuse("full:2048,recurrent:256", 256, FanOutWarmup::kNone), 14336u);
+  EXPECT_EQ(reuse("full:2048,recurrent:2048", 2048, FanOutWarmup::kPrefixFirst),
+            14336u);
+  EXPECT_EQ(reuse("full:2048,recurrent:256", 256, FanOutWarmup::kPrefixFirst),
+            15872u);
+}
+
+// At a fixed concurrency of long requests and about as many blocks (a
+// recurrent state sets the stride of both pools), 256-token pages hold an
+// eighth of the tokens 2048-token pages do: fewer requests run at once.
+TEST(SimulatorTest, SmallPagesHoldFewerLongRequests) {
+  const std::vector<SimRequest> w = GenerateNeedle({.num_documents = 8,
+                                                    .document_tokens = 30000,
+                                                    .questions_per_document = 1,
+                                                    .output_tokens = 64});
+  const auto run = [&w](std::string_view groups, std::uint32_t blocks) {
+    SimulationOptions options = Options(groups, 256, blocks);
+    options.arrivals = ArrivalMode::kClosedLoop;
+    options.concurrency = 8;
+    return Simulated(w, options);
+  };
+  const SimulationResult small = run("full:256,recurrent:256", 400);
+  const SimulationResult large = run("full:2048,recurrent:256", 340);
+  ExpectAccounted(w, small);
+  ExpectAccounted(w, large);
+  EXPECT_EQ(large.peak_running, 8u);
+  EXPECT_EQ(large.preemptions, 0u);
+  EXPECT_LT(small.peak_running, 8u);
+  EXPECT_GT(small.makespan_s, large.makespan_s);
+}
+
 TEST(SimulatorTest, OneRequestWithoutReuseTakesThePrefillTimeToFirstToken) {
   const std::vector<SimRequest> workload =
       GenerateRepeats({.num_requests = 1, .prompt_tokens = 20000});
