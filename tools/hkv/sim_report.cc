@@ -116,10 +116,10 @@ std::vector<Field> Fields(const SimReport& report) {
                  fmt::format("{}", m.counters->tokens)});
   }
   for (std::size_t g = 0; g < r.groups.size(); ++g) {
-    f.push_back({fmt::format("group{}_cached_blocks", g),
-                 fmt::format("group {} {}:{} cached", g, r.groups[g].kind,
-                             r.groups[g].block_size),
-                 fmt::format("{}", r.groups[g].cached_blocks)});
+    f.push_back(
+        {fmt::format("group{}_cached_blocks", g),
+         fmt::format("group {} ({}) cached blocks", g, r.groups[g].kind),
+         fmt::format("{}", r.groups[g].cached_blocks)});
   }
   AddManagerTimes(f, r);
   f.push_back(
