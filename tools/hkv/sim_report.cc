@@ -73,6 +73,23 @@ void AddManagerTimes(std::vector<Field>& f, const SimulationResult& r) {
   }
 }
 
+// Miss causes and per-group residency.
+void AddCacheCounters(std::vector<Field>& f, const SimulationResult& r) {
+  for (const Miss& m : Misses(r.manager_stats)) {
+    f.push_back({fmt::format("miss_{}_requests", m.key),
+                 fmt::format("miss {} (req/tokens)", m.key),
+                 fmt::format("{}", m.counters->requests),
+                 fmt::format("miss_{}_tokens", m.key),
+                 fmt::format("{}", m.counters->tokens)});
+  }
+  for (std::size_t g = 0; g < r.groups.size(); ++g) {
+    f.push_back(
+        {fmt::format("group{}_cached_blocks", g),
+         fmt::format("group {} ({}) cached blocks", g, r.groups[g].kind),
+         fmt::format("{}", r.groups[g].cached_blocks)});
+  }
+}
+
 std::vector<Field> Fields(const SimReport& report) {
   const SimulationResult& r = *report.result;
   std::vector<Field> f = {
@@ -108,19 +125,7 @@ std::vector<Field> Fields(const SimReport& report) {
   f.push_back({"peak_running", "peak running/waiting",
                fmt::format("{}", r.peak_running), "peak_waiting",
                fmt::format("{}", r.peak_waiting)});
-  for (const Miss& m : Misses(r.manager_stats)) {
-    f.push_back({fmt::format("miss_{}_requests", m.key),
-                 fmt::format("miss {} (req/tokens)", m.key),
-                 fmt::format("{}", m.counters->requests),
-                 fmt::format("miss_{}_tokens", m.key),
-                 fmt::format("{}", m.counters->tokens)});
-  }
-  for (std::size_t g = 0; g < r.groups.size(); ++g) {
-    f.push_back(
-        {fmt::format("group{}_cached_blocks", g),
-         fmt::format("group {} ({}) cached blocks", g, r.groups[g].kind),
-         fmt::format("{}", r.groups[g].cached_blocks)});
-  }
+  AddCacheCounters(f, r);
   AddManagerTimes(f, r);
   f.push_back(
       {"wall_s", "wall time, real (s)", fmt::format("{:.2f}", report.wall_s)});
@@ -140,6 +145,22 @@ nlohmann::json Latency(const LatencySummary& s) {
           {"p50_s", s.p50_s},
           {"p90_s", s.p90_s},
           {"p99_s", s.p99_s}};
+}
+
+// Every request's figures and the usage over time.
+void AddSeries(nlohmann::json& out, const SimulationResult& r) {
+  for (const RequestMetrics& m : r.per_request) {
+    out["requests"].push_back({{"arrival_s", m.arrival_s},
+                               {"first_token_s", m.first_token_s},
+                               {"finish_s", m.finish_s},
+                               {"prompt_tokens", m.prompt_tokens},
+                               {"reused_tokens", m.reused_tokens},
+                               {"output_tokens", m.output_tokens},
+                               {"preemptions", m.preemptions}});
+  }
+  for (const UsageSample& s : r.usage) {
+    out["kv_usage"].push_back({s.time_s, s.usage});
+  }
 }
 
 }  // namespace
@@ -214,18 +235,7 @@ nlohmann::json ReportJson(const SimReport& report) {
                              {"block_size", g.block_size},
                              {"cached_blocks", g.cached_blocks}});
   }
-  for (const RequestMetrics& m : r.per_request) {
-    out["requests"].push_back({{"arrival_s", m.arrival_s},
-                               {"first_token_s", m.first_token_s},
-                               {"finish_s", m.finish_s},
-                               {"prompt_tokens", m.prompt_tokens},
-                               {"reused_tokens", m.reused_tokens},
-                               {"output_tokens", m.output_tokens},
-                               {"preemptions", m.preemptions}});
-  }
-  for (const UsageSample& s : r.usage) {
-    out["kv_usage"].push_back({s.time_s, s.usage});
-  }
+  AddSeries(out, r);
   return out;
 }
 
