@@ -96,13 +96,15 @@ Result<bool> Engine::ScheduleOne(std::size_t i) {
   live.scheduled =
       live.decoding
           ? 1 + live.drafts
-          : NextPrefillChunk(cache_, r,
-                             {.num_computed_tokens = live.computed,
-                              .budget_left = budget_left_,
-                              .max_num_batched_tokens =
-                                  options_.limits.max_num_batched_tokens,
-                              .long_prefill_threshold =
-                                  options_.limits.long_prefill_threshold});
+          : NextPrefillChunk(
+                cache_, r,
+                {.num_computed_tokens = live.computed,
+                 .budget_left = budget_left_,
+                 .max_num_batched_tokens =
+                     options_.limits.max_num_batched_tokens,
+                 .long_prefill_threshold =
+                     options_.limits.long_prefill_threshold,
+                 .shared_prefix_boundary = live.shared_prefix_boundary});
   if (live.scheduled == 0) return true;
   while (!Allocate(
       index, {.num_computed_tokens = live.computed,
@@ -190,6 +192,7 @@ Result<void> Engine::ScheduleWaiting() {
       result_.computed_tokens += prompt - hit.num_tokens;
     }
     live.computed = hit.num_tokens;
+    live.shared_prefix_boundary = hit.shared_prefix_boundary;
     waiting_.pop_front();
     running_.push_back(index);
     Account(index);

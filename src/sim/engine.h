@@ -26,6 +26,8 @@ struct Live {
   std::uint32_t computed = 0;      // tokens whose KV exists
   std::uint32_t outputs = 0;       // accepted output tokens
   HitClass hit_class = HitClass::kColdMiss;
+  // From the latest lookup: later prefill chunks stop there too.
+  std::uint32_t shared_prefix_boundary = 0;
   bool admitted_once = false;
   // This step's work.
   std::uint32_t scheduled = 0;
