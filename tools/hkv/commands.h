@@ -41,6 +41,7 @@ int RunSimulate(const SimCommandOptions& options);
 struct CompareCommandOptions {
   SimCommandOptions sim;
   std::vector<std::string> configs;  // --config, repeated
+  std::string vary;                  // --vary NAME=V1,V2,...
 };
 void RegisterCompare(CLI::App& app);
 int RunCompare(const CompareCommandOptions& options);

@@ -210,7 +210,66 @@ Result<CacheConfig> CacheFromDeployment(const std::string& geometry,
   return config;
 }
 
+// The flags --vary can set, each with its setter of a value >= 0.
+using Setter = void (*)(SimCommandOptions&, double);
+struct VariedFlag {
+  std::string_view name;
+  Setter set;
+};
+template <typename T>
+T As(double v) {
+  return static_cast<T>(v);
+}
+constexpr VariedFlag kVariedFlags[] = {
+    {"concurrency",
+     [](auto& o, double v) { o.concurrency = As<std::uint32_t>(v); }},
+    {"max-batched-tokens",
+     [](auto& o, double v) { o.max_batched_tokens = As<std::uint32_t>(v); }},
+    {"max-num-seqs",
+     [](auto& o, double v) { o.max_num_seqs = As<std::uint32_t>(v); }},
+    {"long-prefill-threshold",
+     [](auto& o, double v) {
+       o.long_prefill_threshold = As<std::uint32_t>(v);
+     }},
+    {"spec-drafts",
+     [](auto& o, double v) { o.spec_drafts = As<std::uint32_t>(v); }},
+    {"spec-acceptance", [](auto& o, double v) { o.spec_acceptance = v; }},
+    {"spec-lookahead",
+     [](auto& o, double v) { o.spec_lookahead = As<std::uint32_t>(v); }},
+    {"retention-interval",
+     [](auto& o, double v) { o.retention_interval = As<std::uint32_t>(v); }},
+    {"num-blocks",
+     [](auto& o, double v) { o.num_blocks = As<std::uint32_t>(v); }},
+    {"hash-unit",
+     [](auto& o, double v) { o.hash_unit = As<std::uint32_t>(v); }},
+    {"dcp", [](auto& o, double v) { o.dcp = As<std::uint32_t>(v); }},
+    {"tp", [](auto& o, double v) { o.tp = As<std::uint32_t>(v); }},
+    {"budget-gib", [](auto& o, double v) { o.budget_gib = v; }},
+};
+
 }  // namespace
+
+Result<void> SetSimOption(SimCommandOptions& options, std::string_view name,
+                          const std::string& value) {
+  if (name == "geometry") {
+    options.geometry = value;
+    return {};
+  }
+  for (const VariedFlag& flag : kVariedFlags) {
+    if (flag.name != name) continue;
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (end == value.c_str() || *end != 0 || !(v >= 0.0) || v > 4e9) {
+      return Fail(ErrorCode::kInvalidArgument, "--vary " + std::string(name) +
+                                                   ": \"" + value +
+                                                   "\" is not a number >= 0");
+    }
+    flag.set(options, v);
+    return {};
+  }
+  return Fail(ErrorCode::kInvalidArgument,
+              "--vary cannot vary \"" + std::string(name) + "\" (see --help)");
+}
 
 Result<KeyValues> ParseKeyValues(std::string_view text, char separator) {
   KeyValues out;

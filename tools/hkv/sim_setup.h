@@ -93,6 +93,15 @@ struct SimConfig {
 [[nodiscard]] Result<SimConfig> ConfigFromSpec(
     const std::string& spec, const SimCommandOptions& options);
 
+// Sets the option of flag `name` (without "--") to `value`, for
+// `hkv compare --vary`: concurrency, max-batched-tokens, max-num-seqs,
+// long-prefill-threshold, spec-drafts, spec-acceptance, spec-lookahead,
+// retention-interval, num-blocks, hash-unit, dcp, tp, budget-gib, geometry.
+// kInvalidArgument for another name or a value that is not a number >= 0.
+[[nodiscard]] Result<void> SetSimOption(SimCommandOptions& options,
+                                        std::string_view name,
+                                        const std::string& value);
+
 // Everything but the cache, from the flags.
 [[nodiscard]] Result<SimulationOptions> EngineFromFlags(
     const SimCommandOptions& options);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -77,20 +78,74 @@ void Print(const SimCommandOptions& o, const std::vector<SimRequest>& workload,
   }
 }
 
-int RunConfigs(const char* command, const SimCommandOptions& o,
-               const std::vector<SimConfig>& configs, Clock::time_point start) {
-  Result<std::vector<SimRequest>> workload = LoadWorkload(o);
+// One column of the output: a cache and the flags it runs under.
+struct Variant {
+  SimConfig config;
+  SimCommandOptions flags;
+};
+
+// Runs each variant on the workload of `base`.
+int RunVariants(const char* command, const SimCommandOptions& base,
+                const std::vector<Variant>& variants, Clock::time_point start) {
+  Result<std::vector<SimRequest>> workload = LoadWorkload(base);
   if (!workload) return Failure(command, workload.error());
-  Result<SimulationOptions> engine = EngineFromFlags(o);
-  if (!engine) return Failure(command, engine.error());
   std::vector<Run> runs;
-  for (const SimConfig& config : configs) {
-    Result<Run> run = RunOne(config, *engine, *workload, start);
+  std::string cost_model;
+  for (const Variant& v : variants) {
+    Result<SimulationOptions> engine = EngineFromFlags(v.flags);
+    if (!engine) return Failure(command, engine.error());
+    cost_model = engine->cost.name;
+    Result<Run> run = RunOne(v.config, *engine, *workload, start);
     if (!run) return Failure(command, run.error());
     runs.push_back(std::move(*run));
   }
-  Print(o, *workload, runs, engine->cost.name);
+  Print(base, *workload, runs, cost_model);
   return 0;
+}
+
+// --vary NAME=V1,V2,...: one variant per value, on the one --config (or the
+// flags' cache).
+Result<std::vector<Variant>> Varied(const CompareCommandOptions& options) {
+  const std::size_t eq = options.vary.find('=');
+  if (eq == std::string::npos || options.configs.size() > 1) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--vary wants NAME=V1,V2,... and at most one --config");
+  }
+  const std::string name = options.vary.substr(0, eq);
+  std::vector<Variant> variants;
+  std::stringstream values(options.vary.substr(eq + 1));
+  for (std::string value; std::getline(values, value, ',');) {
+    SimCommandOptions flags = options.sim;
+    if (Result<void> ok = SetSimOption(flags, name, value); !ok) {
+      return tl::unexpected(ok.error());
+    }
+    Result<SimConfig> config = options.configs.empty()
+                                   ? ConfigFromFlags(flags)
+                                   : ConfigFromSpec(options.configs[0], flags);
+    if (!config) return tl::unexpected(config.error());
+    config->label = name + "=" + value;
+    variants.push_back({std::move(*config), std::move(flags)});
+  }
+  return variants;
+}
+
+// The --config variants, or the built-in comparison.
+Result<std::vector<Variant>> Configured(const CompareCommandOptions& options,
+                                        SimCommandOptions& sim) {
+  std::vector<std::string> specs = options.configs;
+  if (specs.empty()) {
+    for (const char* g : kDefaultGeometries) {
+      specs.push_back(std::string("geometry=") + g + ";label=" + g);
+    }
+    if (sim.workload.empty() && !sim.limit) sim.limit = kDefaultLimit;
+  }
+  std::vector<Variant> variants;
+  for (const std::string& spec : specs) {
+    Result<SimConfig> config = ConfigFromSpec(spec, sim);
+    if (!config) return tl::unexpected(config.error());
+    variants.push_back({std::move(*config), sim});
+  }
+  return variants;
 }
 
 template <typename Options>
@@ -119,7 +174,8 @@ int RunSimulate(const SimCommandOptions& options) {
   const Clock::time_point start = Clock::now();
   Result<SimConfig> config = ConfigFromFlags(options);
   if (!config) return Failure("simulate", config.error());
-  return RunConfigs("simulate", options, {std::move(*config)}, start);
+  return RunVariants("simulate", options, {{std::move(*config), options}},
+                     start);
 }
 
 void RegisterCompare(CLI::App& app) {
@@ -135,25 +191,23 @@ void RegisterCompare(CLI::App& app) {
                   "A configuration (repeat): GROUPS[;unit=U][;blocks=N|"
                   ";capacity=T][;label=L] or geometry=T/R/U[;blocks=N]"
                   "[;label=L]; the default is the built-in comparison");
+  sub->add_option("--vary", options->vary,
+                  "NAME=V1,V2,...: one column per value of one flag "
+                  "(concurrency, max-batched-tokens, max-num-seqs, "
+                  "long-prefill-threshold, spec-drafts, spec-acceptance, "
+                  "spec-lookahead, retention-interval, num-blocks, hash-unit, "
+                  "dcp, tp, budget-gib, geometry) on the one --config or the "
+                  "flags' cache");
   OnRun(sub, options, &RunCompare);
 }
 
 int RunCompare(const CompareCommandOptions& options) {
   const Clock::time_point start = Clock::now();
   SimCommandOptions sim = options.sim;
-  std::vector<std::string> specs = options.configs;
-  if (specs.empty()) {
-    for (const char* g : kDefaultGeometries)
-      specs.push_back(std::string("geometry=") + g + ";label=" + g);
-    if (sim.workload.empty() && !sim.limit) sim.limit = kDefaultLimit;
-  }
-  std::vector<SimConfig> configs;
-  for (const std::string& spec : specs) {
-    Result<SimConfig> config = ConfigFromSpec(spec, sim);
-    if (!config) return Failure("compare", config.error());
-    configs.push_back(std::move(*config));
-  }
-  return RunConfigs("compare", sim, configs, start);
+  Result<std::vector<Variant>> variants =
+      options.vary.empty() ? Configured(options, sim) : Varied(options);
+  if (!variants) return Failure("compare", variants.error());
+  return RunVariants("compare", sim, *variants, start);
 }
 
 }  // namespace hkv::cli
