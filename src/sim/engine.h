@@ -58,7 +58,7 @@ class Engine {
   // Step 1; returns whether it preempted.
   Result<bool> ScheduleRunning();
   // Schedules running_[i]; returns false when it preempted itself.
-  Result<bool> ScheduleOne(std::size_t index);
+  Result<bool> ScheduleOne(std::size_t i);
   Result<void> ScheduleWaiting();
   std::uint32_t DecodeDrafts(std::size_t index) const;
   CacheHit Lookup(std::size_t index);

@@ -69,8 +69,8 @@ SimulationResult Engine::Finish() {
   result_.makespan_s = now_;
   for (const SimRequest& r : workload_)
     result_.prompt_tokens += PromptLength(r);
-  // A resumed request's last token can run as a decode, so the prefill
-  // count may fall short of a recompute by that token.
+  // Prefill beyond each prompt's first computation. (A resumed request
+  // whose hit leaves one token computes it as a decode, uncounted.)
   result_.recomputed_tokens =
       prefill_tokens_ - std::min(prefill_tokens_, result_.computed_tokens);
   result_.evicted_blocks = cache_.counters().evicted_blocks;
