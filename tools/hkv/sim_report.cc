@@ -113,6 +113,7 @@ std::vector<Field> Fields(const SimReport& report) {
                fmt::format("{:.1f}", r.output_tokens_per_s)});
   f.push_back(
       {"makespan_s", "makespan* (s)", fmt::format("{:.1f}", r.makespan_s)});
+  f.push_back({"steps", "engine steps", fmt::format("{}", r.steps)});
   f.push_back({"preemptions", "preemptions", fmt::format("{}", r.preemptions)});
   f.push_back(
       {"cow_copies", "copy-on-write copies", fmt::format("{}", r.copies)});
