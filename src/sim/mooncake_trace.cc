@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "check.h"
+#include "synthetic_tokens.h"
 
 namespace hkv {
 namespace {
@@ -26,13 +27,6 @@ constexpr std::uint64_t kMaxU64 = std::numeric_limits<std::uint64_t>::max();
 
 std::uint64_t NumBlocksFor(std::uint64_t tokens) {
   return (tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
-}
-
-std::uint64_t SplitMix64(std::uint64_t x) {
-  std::uint64_t z = x + 0x9e3779b97f4a7c15;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
-  return z ^ (z >> 31);
 }
 
 std::string Quoted(std::string_view name) {
@@ -198,10 +192,8 @@ std::vector<TokenId> MooncakeTokens(const TraceRequest& request) {
   std::vector<TokenId> tokens(request.input_length);
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     const std::uint64_t block =
-        SplitMix64(request.hash_ids[i / kMooncakeBlockTokens]);
-    const std::uint64_t position = i % kMooncakeBlockTokens;
-    tokens[i] =
-        static_cast<TokenId>(SplitMix64(block + position) % kMooncakeVocabSize);
+        internal::SplitMix64(request.hash_ids[i / kMooncakeBlockTokens]);
+    tokens[i] = internal::SegmentToken(block, i % kMooncakeBlockTokens);
   }
   return tokens;
 }

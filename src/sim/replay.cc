@@ -10,15 +10,16 @@
 #include "hkv/cache_manager.h"
 #include "hkv/group_list.h"
 #include "hkv/request.h"
+#include "sim_util.h"
 
 namespace hkv {
 namespace {
 
 constexpr std::size_t kProgressInterval = 1000;
 
-std::uint64_t CeilDiv(std::uint64_t a, std::uint64_t b) {
-  return (a + b - 1) / b;
-}
+using internal::CeilDiv;
+using internal::NanosecondsSince;
+using internal::NearestRank;
 
 // The cache's groups: the options' list, or one full-attention group.
 std::vector<GroupSpec> GroupsOf(const ReplayOptions& options) {
@@ -120,20 +121,6 @@ Result<std::uint32_t> UsableBlocks(std::span<const TraceRequest> trace,
   return static_cast<std::uint32_t>(usable);
 }
 
-std::uint64_t NanosecondsSince(std::chrono::steady_clock::time_point start) {
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
-}
-
-// Nearest-rank percentile `p` (1..100) of `sorted`; 0 when it is empty.
-std::uint64_t NearestRank(const std::vector<std::uint64_t>& sorted,
-                          std::uint64_t p) {
-  if (sorted.empty()) return 0;
-  const std::uint64_t rank = CeilDiv(p * sorted.size(), 100);
-  return sorted[rank - 1];
-}
-
 struct ReplayerSetup {
   std::vector<GroupSpec> groups;
   std::uint32_t dcp = 1;
@@ -202,17 +189,17 @@ bool Replayer::Prefill(const Request& r, const CacheHit& hit) {
   const std::uint32_t budget = setup_.max_num_batched_tokens;
   std::uint32_t done = hit.num_tokens;
   for (bool first = true; done < n; first = false) {
-    const std::uint32_t allowed = std::min(budget, n - done);
-    std::uint32_t step = cache_.SplitPrefill(
-        r, {.num_computed_tokens = done,
-            .num_new_tokens = allowed,
-            .max_num_scheduled_tokens = budget,
-            .shared_prefix_boundary = hit.shared_prefix_boundary});
+    std::uint32_t step = internal::NextPrefillChunk(
+        cache_, r,
+        {.num_computed_tokens = done,
+         .budget_left = budget,
+         .max_num_batched_tokens = budget,
+         .shared_prefix_boundary = hit.shared_prefix_boundary});
     // SplitPrefill answers 0 when the chunk cannot reach a block boundary
     // yet the budget holds a block; a full budget always reaches one, so
     // this should not happen, but a 0 would loop here forever: schedule the
     // budget as is instead.
-    if (step == 0) step = allowed;
+    if (step == 0) step = std::min(budget, n - done);
     const AllocationRequest args =
         first ? AllocationRequest{.num_new_tokens = step, .hit = &hit}
               : AllocationRequest{.num_computed_tokens = done,

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "sim_setup.h"
+
 namespace hkv::cli {
 
 // `hkv replay TRACE ...`: replays a Mooncake trace through the prefix cache.
@@ -52,5 +54,17 @@ struct PlanCommandOptions {
 
 void RegisterPlan(CLI::App& app);
 int RunPlan(const PlanCommandOptions& options);
+// `hkv simulate ...`: one cache configuration through the engine simulator.
+void RegisterSimulate(CLI::App& app);
+int RunSimulate(const SimCommandOptions& options);
+
+// `hkv compare ...`: several configurations on one workload.
+struct CompareCommandOptions {
+  SimCommandOptions sim;
+  std::vector<std::string> configs;  // --config, repeated
+  std::string vary;                  // --vary NAME=V1,V2,...
+};
+void RegisterCompare(CLI::App& app);
+int RunCompare(const CompareCommandOptions& options);
 
 }  // namespace hkv::cli

@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   hkv::cli::RegisterReplay(app);
   hkv::cli::RegisterPlan(app);
+  hkv::cli::RegisterSimulate(app);
+  hkv::cli::RegisterCompare(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {  // a command failed; it said why

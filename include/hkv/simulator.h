@@ -1,0 +1,171 @@
+// The engine simulator: a continuous-batching scheduler that drives a real
+// CacheManager step by step as an engine would (spec §7), with step times
+// from a CostModel. Latencies and throughput are modelled; the cache
+// manager's own CPU time per call is measured (steady_clock around each
+// call).
+//
+// Per step:
+//   1. running requests, in admission order: a prefill chunk (at most the
+//      budget left, cut by SplitPrefill) or a decode of the last sampled
+//      token plus k drafts; Allocate with the lookahead slots; when it
+//      fails, the latest admitted running request is preempted (its blocks
+//      freed, its progress dropped, queued at the front) and the
+//      allocation retried; a request that preempts itself ends the pass;
+//   2. unless step 1 preempted, waiting requests in arrival order while
+//      seats (max_num_seqs) and budget last: Lookup, SplitPrefill from the
+//      hit, Allocate adopting the hit; the first failure stops admission;
+//   3. TakeCopies (counted), the modelled step time passes;
+//   4. each scheduled request: drafts accepted with the acceptance rate
+//      (each in turn, until one is rejected; rejected ones rolled back), the
+//      sampled tokens appended, Commit at the new computed count; then
+//      FinishStep, and finished requests are freed.
+// Open loop: requests arrive at their arrival times (or after their
+// predecessor, see SimRequest::after). Closed loop: `concurrency` requests
+// are in the system, the next one (in workload order) arriving when one
+// finishes.
+//
+// Thread-compatible: Simulate owns its cache; separate calls may run in
+// parallel. The library never prints; progress goes to the callback.
+//
+// Example:
+//   Result<SimulationResult> r = Simulate(workload, {.cache = config,
+//                                                    .cost = *cost});
+//   if (r) std::cout << r->ttft.p50_s << " s (modelled)\n";
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "hkv/cache_manager.h"
+#include "hkv/cost_model.h"
+#include "hkv/replay.h"
+#include "hkv/result.h"
+#include "hkv/workload.h"
+
+namespace hkv {
+
+struct EngineLimits {
+  std::uint32_t max_num_batched_tokens = 8192;  // token budget per step
+  std::uint32_t max_num_seqs = 256;             // running requests at most
+  std::uint32_t long_prefill_threshold = 0;     // 0: none
+};
+
+struct SpeculativeDecoding {
+  std::uint32_t num_drafts = 0;       // k drafts per decode step
+  double acceptance_rate = 0.0;       // per draft, in [0, 1]
+  std::uint32_t lookahead_slots = 0;  // extra slots allocated per step
+  std::uint64_t seed = 1;             // draws of the acceptances
+};
+
+enum class ArrivalMode { kOpenLoop, kClosedLoop };
+
+struct SimulationOptions {
+  CacheConfig cache = {};
+  CostModel cost = {};
+  EngineLimits limits = {};
+  SpeculativeDecoding speculation = {};
+  ArrivalMode arrivals = ArrivalMode::kOpenLoop;
+  std::uint32_t concurrency = 16;  // closed loop: requests in the system
+  // Called with (finished requests, total) every 256 finished requests
+  // and at the end. Empty: no calls.
+  std::function<void(std::size_t done, std::size_t total)> progress = {};
+
+  // kInvalidArgument naming the field: the cache config's own errors, a
+  // budget, seat count or concurrency of 0, an acceptance rate outside
+  // [0, 1], or an invalid cost model.
+  [[nodiscard]] Result<void> Validate() const;
+};
+
+// Nearest-rank percentiles; all 0 when there are no samples.
+struct LatencySummary {
+  double mean_s = 0.0;
+  double p50_s = 0.0;
+  double p90_s = 0.0;
+  double p99_s = 0.0;
+};
+
+// A request's lookup outcome, which classes its manager calls: no hit,
+// a hit that some group kept below the full-attention chain (sparse
+// checkpoints, windows, eviction, draft rewind), or a hit the length of the
+// chain.
+enum class HitClass { kColdMiss, kSparseHit, kWarmHit };
+inline constexpr std::size_t kNumHitClasses = 3;
+
+enum class ManagerCall { kLookup, kAllocate, kCommit, kFree };
+inline constexpr std::size_t kNumManagerCalls = 4;
+
+struct CallTimes {
+  std::uint64_t calls = 0;
+  std::uint64_t median_ns = 0;
+  std::uint64_t p99_ns = 0;
+};
+
+struct RequestMetrics {
+  double arrival_s = 0.0;
+  double first_token_s = 0.0;
+  double finish_s = 0.0;
+  std::uint32_t prompt_tokens = 0;
+  std::uint32_t reused_tokens = 0;  // hit at first admission
+  std::uint32_t output_tokens = 0;
+  std::uint32_t preemptions = 0;
+};
+
+struct UsageSample {
+  double time_s = 0.0;
+  double usage = 0.0;  // fraction of usable blocks in use
+};
+
+struct SimulationResult {
+  std::uint64_t requests = 0;
+  std::uint64_t finished = 0;
+  std::uint64_t steps = 0;
+  double makespan_s = 0.0;  // modelled
+  // Prompt tokens: reused (hit at each request's first admission) plus
+  // computed equals the sum of prompt lengths. Recomputed: tokens computed
+  // again after preemptions.
+  std::uint64_t prompt_tokens = 0;
+  std::uint64_t reused_tokens = 0;
+  std::uint64_t computed_tokens = 0;
+  std::uint64_t recomputed_tokens = 0;
+  std::uint64_t output_tokens = 0;
+  std::uint64_t drafts_proposed = 0;
+  std::uint64_t drafts_accepted = 0;
+  std::uint64_t preemptions = 0;
+  std::uint64_t copies = 0;  // copy-on-write block copies
+  std::uint64_t evicted_blocks = 0;
+  PrefixCacheStats manager_stats = {};  // every admission, miss causes
+  // Capacity: usable blocks, the longest request that fits alone, and how
+  // many requests of the workload's mean length fit at once (estimates
+  // from the group kinds, cached blocks not counted).
+  std::uint32_t usable_blocks = 0;
+  std::uint64_t capacity_tokens = 0;
+  double capacity_concurrency = 0.0;
+  std::uint32_t peak_running = 0;
+  std::uint32_t peak_waiting = 0;
+  LatencySummary ttft = {};
+  LatencySummary tpot = {};  // requests with 2+ outputs
+  LatencySummary e2e = {};
+  double output_tokens_per_s = 0.0;  // over the makespan
+  double prompt_tokens_per_s = 0.0;
+  double usage_mean = 0.0;  // time-weighted
+  double usage_peak = 0.0;
+  std::vector<UsageSample> usage = {};  // at most 100 samples
+  std::vector<GroupResidency> groups = {};
+  // [call][class] manager CPU time per call.
+  std::array<std::array<CallTimes, kNumHitClasses>, kNumManagerCalls>
+      manager_ns = {};
+  std::vector<RequestMetrics> per_request = {};  // by workload index
+};
+
+// Simulates `workload` under `options`.
+// Returns the options' or the workload's kInvalidArgument, and kInfeasible,
+// naming the request and its tokens, when a request cannot run even with
+// the whole pool to itself (the run stops instead of spinning).
+[[nodiscard]] Result<SimulationResult> Simulate(
+    std::span<const SimRequest> workload, const SimulationOptions& options);
+
+}  // namespace hkv

@@ -1,0 +1,231 @@
+// Scheduling: which requests run in a step, preemption, admission.
+#include "engine.h"
+
+#include <algorithm>
+#include <string>
+
+namespace hkv::internal {
+
+Result<void> Engine::Run() {
+  std::size_t reported = 0;
+  while (result_.finished < result_.requests) {
+    AdmitArrivals();
+    if (running_.empty() && waiting_.empty()) {
+      const std::optional<double> next = arrivals_.NextArrival();
+      if (!next) break;  // unreachable for a valid workload
+      now_ = std::max(now_, *next);
+      continue;
+    }
+    if (Result<void> ok = Step(); !ok) return ok;
+    if (options_.progress && result_.finished >= reported + 256) {
+      reported = result_.finished;
+      options_.progress(reported, workload_.size());
+    }
+  }
+  if (options_.progress) options_.progress(result_.finished, workload_.size());
+  return {};
+}
+
+void Engine::AdmitArrivals() {
+  arrived_.clear();
+  arrivals_.Release(now_, arrived_);
+  for (const auto& [index, time] : arrived_) {
+    result_.per_request[index].arrival_s = time;
+    result_.per_request[index].prompt_tokens = PromptLength(workload_[index]);
+    waiting_.push_back(index);
+  }
+  result_.peak_waiting = std::max(result_.peak_waiting,
+                                  static_cast<std::uint32_t>(waiting_.size()));
+}
+
+Result<void> Engine::Step() {
+  scheduled_.clear();
+  shape_ = {};
+  budget_left_ = options_.limits.max_num_batched_tokens;
+  Result<bool> preempted = ScheduleRunning();
+  if (!preempted) return tl::unexpected(preempted.error());
+  if (!*preempted) {
+    if (Result<void> ok = ScheduleWaiting(); !ok) return ok;
+  }
+  if (scheduled_.empty()) {
+    if (*preempted) return {};
+    return tl::unexpected(
+        Infeasible(waiting_.empty() ? running_.front() : waiting_.front(),
+                   "cannot be scheduled"));
+  }
+  result_.copies += cache_.TakeCopies().size();
+  const double step_s = StepSeconds(options_.cost, shape_);
+  now_ += step_s;
+  ++result_.steps;
+  result_.peak_running = std::max(result_.peak_running,
+                                  static_cast<std::uint32_t>(running_.size()));
+  Complete();
+  stats_.RecordUsage(now_, step_s, cache_.usage());
+  return {};
+}
+
+Result<bool> Engine::ScheduleRunning() {
+  bool preempted = false;
+  for (std::size_t i = 0; i < running_.size() && budget_left_ > 0; ++i) {
+    const std::size_t before = result_.preemptions;
+    Result<bool> kept = ScheduleOne(i);
+    if (!kept) return tl::unexpected(kept.error());
+    preempted = preempted || result_.preemptions != before;
+    if (!*kept) break;
+  }
+  return preempted;
+}
+
+// Drafts of a decode: at most k, no more than the outputs still to come
+// after the sampled token, within the budget.
+std::uint32_t Engine::DecodeDrafts(std::size_t index) const {
+  const std::uint32_t left =
+      workload_[index].output_length - lives_[index].outputs;
+  return std::min(
+      {options_.speculation.num_drafts, left - 1, budget_left_ - 1});
+}
+
+Result<bool> Engine::ScheduleOne(std::size_t i) {
+  const std::size_t index = running_[i];
+  Live& live = lives_[index];
+  const Request& r = *live.request;
+  // A decode feeds the last sampled token; a prompt's last token (after a
+  // hit of all but it) is still prefill.
+  live.decoding = live.outputs > 0 && r.num_tokens() - live.computed == 1;
+  live.drafts = live.decoding ? DecodeDrafts(index) : 0;
+  live.scheduled =
+      live.decoding
+          ? 1 + live.drafts
+          : NextPrefillChunk(
+                cache_, r,
+                {.num_computed_tokens = live.computed,
+                 .budget_left = budget_left_,
+                 .max_num_batched_tokens =
+                     options_.limits.max_num_batched_tokens,
+                 .long_prefill_threshold =
+                     options_.limits.long_prefill_threshold,
+                 .shared_prefix_boundary = live.shared_prefix_boundary});
+  if (live.scheduled == 0) return true;
+  while (!Allocate(
+      index, {.num_computed_tokens = live.computed,
+              .num_new_tokens = live.scheduled,
+              .num_lookahead_tokens = options_.speculation.lookahead_slots})) {
+    const std::size_t victim = running_.back();
+    if (victim == index && running_.size() == 1) {
+      return tl::unexpected(
+          Infeasible(index, "cannot grow to " +
+                                std::to_string(live.computed + live.scheduled) +
+                                " tokens with the whole pool to itself"));
+    }
+    Preempt(victim);
+    if (victim == index) return false;
+  }
+  Account(index);
+  return true;
+}
+
+std::optional<NewBlocks> Engine::Allocate(std::size_t index,
+                                          const AllocationRequest& args) {
+  Live& live = lives_[index];
+  return Timed(ManagerCall::kAllocate, live.hit_class,
+               [&] { return cache_.Allocate(*live.request, args); });
+}
+
+void Engine::Preempt(std::size_t index) {
+  Live& live = lives_[index];
+  Timed(ManagerCall::kFree, live.hit_class,
+        [&] { cache_.Free(RequestId{index}); });
+  live.computed = 0;
+  running_.pop_back();
+  waiting_.push_front(index);
+  ++result_.preemptions;
+  ++result_.per_request[index].preemptions;
+}
+
+// Books the scheduled work of lives_[index] into the step.
+void Engine::Account(std::size_t index) {
+  Live& live = lives_[index];
+  budget_left_ -= live.scheduled;
+  const std::uint64_t end = std::uint64_t{live.computed} + live.scheduled;
+  if (live.decoding) {
+    shape_.decode_tokens += live.scheduled;
+    shape_.decode_context_tokens += end;
+  } else {
+    shape_.prefill_tokens += live.scheduled;
+    shape_.prefill_attention_pairs += PrefillAttentionPairs(live.computed, end);
+    prefill_tokens_ += live.scheduled;
+  }
+  scheduled_.push_back(index);
+}
+
+Result<void> Engine::ScheduleWaiting() {
+  while (!waiting_.empty() && budget_left_ > 0 &&
+         running_.size() < options_.limits.max_num_seqs) {
+    const std::size_t index = waiting_.front();
+    Live& live = lives_[index];
+    const CacheHit hit = Lookup(index);
+    live.decoding = false;
+    live.drafts = 0;
+    live.scheduled = NextPrefillChunk(
+        cache_, *live.request,
+        {.num_computed_tokens = hit.num_tokens,
+         .budget_left = budget_left_,
+         .max_num_batched_tokens = options_.limits.max_num_batched_tokens,
+         .long_prefill_threshold = options_.limits.long_prefill_threshold,
+         .shared_prefix_boundary = hit.shared_prefix_boundary});
+    if (live.scheduled == 0) break;
+    if (!Allocate(index,
+                  {.num_new_tokens = live.scheduled,
+                   .num_lookahead_tokens = options_.speculation.lookahead_slots,
+                   .hit = &hit})) {
+      if (!running_.empty()) break;
+      return tl::unexpected(
+          Infeasible(index, "cannot start: its first chunk of " +
+                                std::to_string(live.scheduled) +
+                                " tokens does not fit the whole pool"));
+    }
+    if (!live.admitted_once) {
+      live.admitted_once = true;
+      const std::uint32_t prompt = PromptLength(workload_[index]);
+      result_.per_request[index].reused_tokens = hit.num_tokens;
+      result_.reused_tokens += hit.num_tokens;
+      result_.computed_tokens += prompt - hit.num_tokens;
+    }
+    live.computed = hit.num_tokens;
+    live.shared_prefix_boundary = hit.shared_prefix_boundary;
+    waiting_.pop_front();
+    running_.push_back(index);
+    Account(index);
+  }
+  return {};
+}
+
+// Looks the request up (building it first) and classes it by the hit.
+CacheHit Engine::Lookup(std::size_t index) {
+  Live& live = lives_[index];
+  if (!live.request) {
+    live.request.emplace(RequestOptions{.id = RequestId{index}},
+                         PromptTokens(workload_[index]), cache_.key_scheme());
+  }
+  const auto start = std::chrono::steady_clock::now();
+  CacheHit hit = cache_.Lookup(*live.request);
+  const std::uint64_t ns = NanosecondsSince(start);
+  live.hit_class = hit.num_tokens == 0                  ? HitClass::kColdMiss
+                   : hit.miss_cause == MissCause::kNone ? HitClass::kWarmHit
+                                                        : HitClass::kSparseHit;
+  stats_.RecordCall(ManagerCall::kLookup, live.hit_class, ns);
+  return hit;
+}
+
+std::uint32_t Engine::Accepted(std::uint32_t drafts) {
+  std::uint32_t accepted = 0;
+  while (accepted < drafts) {
+    rng_ = SplitMix64(rng_);
+    const double u = static_cast<double>(rng_ >> 11) * 0x1.0p-53;
+    if (u >= options_.speculation.acceptance_rate) break;
+    ++accepted;
+  }
+  return accepted;
+}
+
+}  // namespace hkv::internal

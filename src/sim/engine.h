@@ -1,0 +1,108 @@
+// The engine simulator's scheduler (hkv/simulator.h): one object per
+// Simulate call, owning the cache it drives.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "arrivals.h"
+#include "hkv/simulator.h"
+#include "sim_stats.h"
+#include "sim_util.h"
+#include "synthetic_tokens.h"
+
+namespace hkv::internal {
+
+// A request between its arrival and its finish.
+struct Live {
+  std::optional<Request> request;  // built at the first admission attempt
+  std::uint32_t computed = 0;      // tokens whose KV exists
+  std::uint32_t outputs = 0;       // accepted output tokens
+  HitClass hit_class = HitClass::kColdMiss;
+  // From the latest lookup: later prefill chunks stop there too.
+  std::uint32_t shared_prefix_boundary = 0;
+  bool admitted_once = false;
+  // This step's work.
+  std::uint32_t scheduled = 0;
+  std::uint32_t drafts = 0;
+  bool decoding = false;
+};
+
+class Engine {
+ public:
+  Engine(CacheManager cache, std::span<const SimRequest> workload,
+         const SimulationOptions& options)
+      : cache_(std::move(cache)),
+        workload_(workload),
+        options_(options),
+        arrivals_(workload, options.arrivals, options.concurrency),
+        lives_(workload.size()),
+        rng_(SplitMix64(options.speculation.seed)) {
+    result_.requests = workload.size();
+    result_.per_request.resize(workload.size());
+  }
+
+  Result<void> Run();
+  SimulationResult Finish();
+
+ private:
+  Result<void> Step();
+  void AdmitArrivals();
+  // Step 1; returns whether it preempted.
+  Result<bool> ScheduleRunning();
+  // Schedules running_[i]; returns false when it preempted itself.
+  Result<bool> ScheduleOne(std::size_t i);
+  Result<void> ScheduleWaiting();
+  std::uint32_t DecodeDrafts(std::size_t index) const;
+  CacheHit Lookup(std::size_t index);
+  std::optional<NewBlocks> Allocate(std::size_t index,
+                                    const AllocationRequest& args);
+  void Preempt(std::size_t index);
+  void Account(std::size_t index);
+  void Complete();
+  // Takes the step's outcome for lives_[index]; returns true when the
+  // request has all its outputs.
+  bool Sample(std::size_t index);
+  // Draws how many of `drafts` drafts are accepted.
+  std::uint32_t Accepted(std::uint32_t drafts);
+  Error Infeasible(std::size_t index, const std::string& what) const;
+
+  template <typename F>
+  auto Timed(ManagerCall call, HitClass hit_class, F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    if constexpr (std::is_void_v<decltype(f())>) {
+      f();
+      stats_.RecordCall(call, hit_class, NanosecondsSince(start));
+    } else {
+      auto out = f();
+      stats_.RecordCall(call, hit_class, NanosecondsSince(start));
+      return out;
+    }
+  }
+
+  CacheManager cache_;
+  std::span<const SimRequest> workload_;
+  const SimulationOptions& options_;
+  Arrivals arrivals_;
+  std::vector<Live> lives_;
+  std::vector<std::size_t> running_;  // admission order
+  std::deque<std::size_t> waiting_;   // arrival order, preempted first
+  std::vector<std::size_t> scheduled_;
+  std::vector<std::pair<std::size_t, double>> arrived_;
+  StepShape shape_;
+  std::uint32_t budget_left_ = 0;
+  double now_ = 0.0;
+  std::uint64_t rng_;
+  std::uint64_t prefill_tokens_ = 0;
+  SimStats stats_;
+  SimulationResult result_;
+};
+
+}  // namespace hkv::internal

@@ -1,0 +1,150 @@
+#include "sim_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim_util.h"
+
+namespace hkv::internal {
+namespace {
+
+constexpr std::size_t kUsageSamples = 100;
+
+LatencySummary Summary(std::vector<double> values) {
+  if (values.empty()) return {};
+  std::sort(values.begin(), values.end());
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  return {.mean_s = sum / static_cast<double>(values.size()),
+          .p50_s = NearestRank(values, 50),
+          .p90_s = NearestRank(values, 90),
+          .p99_s = NearestRank(values, 99)};
+}
+
+CallTimes Times(std::vector<std::uint32_t>& ns) {
+  std::sort(ns.begin(), ns.end());
+  return {.calls = ns.size(),
+          .median_ns = NearestRank(ns, 50),
+          .p99_ns = NearestRank(ns, 99)};
+}
+
+// At most kUsageSamples samples: the peak of each equal slice of time.
+std::vector<UsageSample> Downsample(const std::vector<UsageSample>& all,
+                                    double makespan_s) {
+  if (all.size() <= kUsageSamples || makespan_s <= 0.0) return all;
+  std::vector<UsageSample> out(kUsageSamples);
+  for (std::size_t i = 0; i < kUsageSamples; ++i) {
+    out[i].time_s = makespan_s * static_cast<double>(i + 1) / kUsageSamples;
+  }
+  for (const UsageSample& s : all) {
+    const auto slice = std::min<std::size_t>(
+        kUsageSamples - 1,
+        static_cast<std::size_t>(s.time_s / makespan_s * kUsageSamples));
+    out[slice].usage = std::max(out[slice].usage, s.usage);
+  }
+  return out;
+}
+
+void SummarizeLatencies(SimulationResult& result) {
+  std::vector<double> ttft, tpot, e2e;
+  for (const RequestMetrics& r : result.per_request) {
+    if (r.output_tokens == 0) continue;  // never finished
+    ttft.push_back(r.first_token_s - r.arrival_s);
+    e2e.push_back(r.finish_s - r.arrival_s);
+    if (r.output_tokens > 1) {
+      tpot.push_back((r.finish_s - r.first_token_s) / (r.output_tokens - 1));
+    }
+  }
+  result.ttft = Summary(std::move(ttft));
+  result.tpot = Summary(std::move(tpot));
+  result.e2e = Summary(std::move(e2e));
+}
+
+std::uint64_t BlocksFor(const CacheConfig& config, std::uint64_t tokens) {
+  std::uint64_t blocks = 0;
+  for (const GroupSpec& g : config.groups) {
+    const std::uint64_t b = TokensPerBlock(g, config.dcp);
+    const std::uint64_t all = CeilDiv(tokens, b);
+    switch (g.kind) {
+      case GroupKind::kFullAttention:
+        blocks += all;
+        break;
+      case GroupKind::kSlidingWindow:
+        blocks += std::min(all, CeilDiv(g.sliding_window, b) + 1);
+        break;
+      case GroupKind::kChunkedLocal:
+        blocks += std::min(all, CeilDiv(g.chunk_size, b) + 1);
+        break;
+      case GroupKind::kRecurrent:
+        blocks += 1 + g.speculative_blocks;
+        break;
+      case GroupKind::kScratch:
+        blocks += g.scratch_blocks;
+        break;
+    }
+  }
+  return blocks;
+}
+
+}  // namespace
+
+void SimStats::RecordCall(ManagerCall call, HitClass hit_class,
+                          std::uint64_t ns) {
+  const auto clamped = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(ns, std::numeric_limits<std::uint32_t>::max()));
+  call_ns_[static_cast<std::size_t>(call)][static_cast<std::size_t>(hit_class)]
+      .push_back(clamped);
+}
+
+void SimStats::RecordUsage(double time_s, double step_s, double usage) {
+  usage_.push_back({.time_s = time_s, .usage = usage});
+  usage_time_sum_ += usage * step_s;
+}
+
+void SimStats::Summarize(SimulationResult& result) {
+  SummarizeLatencies(result);
+  const double span = result.makespan_s;
+  if (span > 0.0) {
+    result.output_tokens_per_s =
+        static_cast<double>(result.output_tokens) / span;
+    result.prompt_tokens_per_s =
+        static_cast<double>(result.prompt_tokens) / span;
+    result.usage_mean = usage_time_sum_ / span;
+  }
+  for (const UsageSample& s : usage_) {
+    result.usage_peak = std::max(result.usage_peak, s.usage);
+  }
+  result.usage = Downsample(usage_, span);
+  for (std::size_t c = 0; c < kNumManagerCalls; ++c) {
+    for (std::size_t h = 0; h < kNumHitClasses; ++h) {
+      result.manager_ns[c][h] = Times(call_ns_[c][h]);
+    }
+  }
+}
+
+Capacity EstimateCapacity(const CacheConfig& config,
+                          std::uint32_t usable_blocks, double mean_tokens) {
+  Capacity capacity;
+  std::uint64_t low = 0;
+  std::uint64_t high = std::numeric_limits<std::uint32_t>::max();
+  while (low < high) {  // the largest T with BlocksFor(T) <= usable
+    const std::uint64_t mid = low + (high - low + 1) / 2;
+    if (BlocksFor(config, mid) <= usable_blocks) {
+      low = mid;
+    } else {
+      high = mid - 1;
+    }
+  }
+  capacity.tokens = low;
+  const auto per_request = BlocksFor(
+      config,
+      static_cast<std::uint64_t>(std::ceil(std::max(mean_tokens, 1.0))));
+  if (per_request > 0) {
+    capacity.concurrency =
+        static_cast<double>(usable_blocks) / static_cast<double>(per_request);
+  }
+  return capacity;
+}
+
+}  // namespace hkv::internal

@@ -1,0 +1,45 @@
+// The simulator's measurements while it runs, and their summary into a
+// SimulationResult at the end.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "hkv/cache_manager.h"
+#include "hkv/simulator.h"
+
+namespace hkv::internal {
+
+class SimStats {
+ public:
+  void RecordCall(ManagerCall call, HitClass hit_class, std::uint64_t ns);
+  // The pool's usage after a step that ended at `time_s` and lasted
+  // `step_s`.
+  void RecordUsage(double time_s, double step_s, double usage);
+
+  // Fills the latency, throughput, usage and call-time fields of `result`
+  // from its per_request and makespan_s and what was recorded.
+  void Summarize(SimulationResult& result);
+
+ private:
+  std::array<std::array<std::vector<std::uint32_t>, kNumHitClasses>,
+             kNumManagerCalls>
+      call_ns_;
+  std::vector<UsageSample> usage_;
+  double usage_time_sum_ = 0.0;  // usage x step seconds
+};
+
+struct Capacity {
+  std::uint64_t tokens = 0;  // longest request that fits alone
+  double concurrency = 0.0;  // requests of `mean_tokens` that fit at once
+};
+
+// Capacity estimate of `usable_blocks` blocks of `config`'s groups: blocks a
+// request of T tokens holds, per group: full attention ceil(T / block),
+// sliding window and chunked local at most their window or chunk plus one
+// block, recurrent 1 + speculative blocks, scratch its pages.
+Capacity EstimateCapacity(const CacheConfig& config,
+                          std::uint32_t usable_blocks, double mean_tokens);
+
+}  // namespace hkv::internal

@@ -1,0 +1,264 @@
+#include "sim_report.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <utility>
+
+namespace hkv::cli {
+namespace {
+
+// One row of the text table: one value, or two shown as "a/b" (then
+// key names the first CSV column and key2 the second).
+struct Field {
+  std::string key;    // CSV column
+  std::string label;  // text row
+  std::string text;   // value as shown
+  std::string key2 = {};
+  std::string text2 = {};
+
+  std::string Shown() const { return key2.empty() ? text : text + "/" + text2; }
+};
+
+double Percent(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0
+             ? 0.0
+             : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+constexpr std::array<const char*, kNumManagerCalls> kCalls = {
+    "lookup", "allocate", "commit", "free"};
+constexpr std::array<const char*, kNumHitClasses> kClasses = {"cold", "sparse",
+                                                              "warm"};
+
+struct Miss {
+  const char* key;
+  const MissCounters* counters;
+};
+std::array<Miss, 4> Misses(const PrefixCacheStats& s) {
+  return {{{"speculative_rewind", &s.speculative_rewind},
+           {"no_checkpoint", &s.no_checkpoint},
+           {"window_not_covered", &s.window_not_covered},
+           {"evicted", &s.evicted}}};
+}
+
+void AddLatencies(std::vector<Field>& f, const SimulationResult& r) {
+  auto add = [&f](const char* key, const char* label, const LatencySummary& s,
+                  double scale, const char* unit) {
+    f.push_back({fmt::format("{}_p50", key),
+                 fmt::format("{} p50 ({})", label, unit),
+                 fmt::format("{:.3f}", s.p50_s * scale)});
+    f.push_back({fmt::format("{}_p99", key),
+                 fmt::format("{} p99 ({})", label, unit),
+                 fmt::format("{:.3f}", s.p99_s * scale)});
+  };
+  add("ttft_s", "TTFT*", r.ttft, 1.0, "s");
+  add("tpot_ms", "TPOT*", r.tpot, 1e3, "ms");
+  add("e2e_s", "e2e latency*", r.e2e, 1.0, "s");
+}
+
+void AddManagerTimes(std::vector<Field>& f, const SimulationResult& r) {
+  for (std::size_t c = 0; c < kNumManagerCalls; ++c) {
+    for (std::size_t h = 0; h < kNumHitClasses; ++h) {
+      const CallTimes& t = r.manager_ns[c][h];
+      const bool none = t.calls == 0;
+      f.push_back({fmt::format("{}_{}_median_ns", kCalls[c], kClasses[h]),
+                   fmt::format("{} {} ns p50/p99", kCalls[c], kClasses[h]),
+                   none ? "-" : fmt::format("{}", t.median_ns),
+                   fmt::format("{}_{}_p99_ns", kCalls[c], kClasses[h]),
+                   none ? "-" : fmt::format("{}", t.p99_ns)});
+    }
+  }
+}
+
+// Miss causes and per-group residency.
+void AddCacheCounters(std::vector<Field>& f, const SimulationResult& r) {
+  for (const Miss& m : Misses(r.manager_stats)) {
+    f.push_back({fmt::format("miss_{}_requests", m.key),
+                 fmt::format("miss {} (req/tokens)", m.key),
+                 fmt::format("{}", m.counters->requests),
+                 fmt::format("miss_{}_tokens", m.key),
+                 fmt::format("{}", m.counters->tokens)});
+  }
+  for (std::size_t g = 0; g < r.groups.size(); ++g) {
+    f.push_back(
+        {fmt::format("group{}_cached_blocks", g),
+         fmt::format("group {} ({}) cached blocks", g, r.groups[g].kind),
+         fmt::format("{}", r.groups[g].cached_blocks)});
+  }
+}
+
+std::vector<Field> Fields(const SimReport& report) {
+  const SimulationResult& r = *report.result;
+  std::vector<Field> f = {
+      {"requests", "requests", fmt::format("{}", r.requests)},
+      {"finished", "finished", fmt::format("{}", r.finished)},
+      {"pool_blocks", "pool blocks", fmt::format("{}", r.usable_blocks)},
+      {"capacity_tokens", "capacity: one request (tokens)",
+       fmt::format("{}", r.capacity_tokens)},
+      {"capacity_concurrency", "capacity: mean requests at once",
+       fmt::format("{:.1f}", r.capacity_concurrency)},
+      {"prompt_tokens", "prompt tokens", fmt::format("{}", r.prompt_tokens)},
+      {"reused_tokens", "reused tokens", fmt::format("{}", r.reused_tokens)},
+      {"computed_tokens", "computed tokens",
+       fmt::format("{}", r.computed_tokens)},
+      {"recomputed_tokens", "recomputed (preemption)",
+       fmt::format("{}", r.recomputed_tokens)},
+      {"hit_percent", "prompt hit ratio (%)",
+       fmt::format("{:.2f}", Percent(r.reused_tokens, r.prompt_tokens))}};
+  AddLatencies(f, r);
+  f.push_back({"output_tokens_per_s", "output tokens/s*",
+               fmt::format("{:.1f}", r.output_tokens_per_s)});
+  f.push_back(
+      {"makespan_s", "makespan* (s)", fmt::format("{:.1f}", r.makespan_s)});
+  f.push_back({"steps", "engine steps", fmt::format("{}", r.steps)});
+  f.push_back({"preemptions", "preemptions", fmt::format("{}", r.preemptions)});
+  f.push_back(
+      {"cow_copies", "copy-on-write copies", fmt::format("{}", r.copies)});
+  f.push_back({"evicted_blocks", "evicted blocks",
+               fmt::format("{}", r.evicted_blocks)});
+  f.push_back({"kv_usage_mean_percent", "KV usage mean/peak (%)",
+               fmt::format("{:.1f}", 100 * r.usage_mean),
+               "kv_usage_peak_percent",
+               fmt::format("{:.1f}", 100 * r.usage_peak)});
+  f.push_back({"peak_running", "peak running/waiting",
+               fmt::format("{}", r.peak_running), "peak_waiting",
+               fmt::format("{}", r.peak_waiting)});
+  AddCacheCounters(f, r);
+  AddManagerTimes(f, r);
+  f.push_back(
+      {"wall_s", "wall time, real (s)", fmt::format("{:.2f}", report.wall_s)});
+  return f;
+}
+
+// A CSV cell: quoted when it holds a separator.
+std::string Cell(const std::string& text) {
+  if (text.find_first_of(",\"") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+nlohmann::json Latency(const LatencySummary& s) {
+  return {{"mean_s", s.mean_s},
+          {"p50_s", s.p50_s},
+          {"p90_s", s.p90_s},
+          {"p99_s", s.p99_s}};
+}
+
+// Every request's figures and the usage over time.
+void AddSeries(nlohmann::json& out, const SimulationResult& r) {
+  for (const RequestMetrics& m : r.per_request) {
+    out["requests"].push_back({{"arrival_s", m.arrival_s},
+                               {"first_token_s", m.first_token_s},
+                               {"finish_s", m.finish_s},
+                               {"prompt_tokens", m.prompt_tokens},
+                               {"reused_tokens", m.reused_tokens},
+                               {"output_tokens", m.output_tokens},
+                               {"preemptions", m.preemptions}});
+  }
+  for (const UsageSample& s : r.usage) {
+    out["kv_usage"].push_back({s.time_s, s.usage});
+  }
+}
+
+}  // namespace
+
+void PrintText(const std::vector<SimReport>& reports) {
+  std::vector<std::vector<Field>> columns;
+  std::size_t width = 12;
+  for (const SimReport& r : reports) {
+    columns.push_back(Fields(r));
+    width = std::max(width, r.label.size() + 2);
+  }
+  fmt::print("{:<38}", "configuration");
+  for (const SimReport& r : reports) fmt::print("{:>{}}", r.label, width);
+  fmt::print("\n");
+  for (std::size_t row = 0; row < columns[0].size(); ++row) {
+    fmt::print("{:<38}", columns[0][row].label);
+    for (const std::vector<Field>& c : columns) {
+      fmt::print("{:>{}}", row < c.size() ? c[row].Shown() : "", width);
+    }
+    fmt::print("\n");
+  }
+  fmt::print(
+      "* modelled by cost model {} (not measured); manager call times are "
+      "measured on this machine\n",
+      reports[0].cost_model);
+}
+
+void PrintCsv(const std::vector<SimReport>& reports) {
+  std::vector<Field> header = Fields(reports[0]);
+  fmt::print("label,cost_model");
+  for (const Field& f : header) {
+    fmt::print(",{}", f.key);
+    if (!f.key2.empty()) fmt::print(",{}", f.key2);
+  }
+  fmt::print("\n");
+  for (const SimReport& r : reports) {
+    fmt::print("{},{}", Cell(r.label), Cell(r.cost_model));
+    for (const Field& f : Fields(r)) {
+      fmt::print(",{}", Cell(f.text));
+      if (!f.key2.empty()) fmt::print(",{}", Cell(f.text2));
+    }
+    fmt::print("\n");
+  }
+}
+
+nlohmann::json ReportJson(const SimReport& report) {
+  const SimulationResult& r = *report.result;
+  nlohmann::json out = {{"label", report.label},
+                        {"cost_model", report.cost_model},
+                        {"times_are_modelled", true},
+                        {"wall_time_s", report.wall_s}};
+  for (const Field& f : Fields(report)) {
+    out["table"][f.key] = f.text;
+    if (!f.key2.empty()) out["table"][f.key2] = f.text2;
+  }
+  out["ttft"] = Latency(r.ttft);
+  out["tpot"] = Latency(r.tpot);
+  out["e2e"] = Latency(r.e2e);
+  for (const Miss& m : Misses(r.manager_stats)) {
+    out["miss_causes"][m.key] = {{"requests", m.counters->requests},
+                                 {"tokens", m.counters->tokens}};
+  }
+  for (std::size_t c = 0; c < kNumManagerCalls; ++c) {
+    for (std::size_t h = 0; h < kNumHitClasses; ++h) {
+      const CallTimes& t = r.manager_ns[c][h];
+      out["manager_ns"][kCalls[c]][kClasses[h]] = {
+          {"calls", t.calls}, {"median", t.median_ns}, {"p99", t.p99_ns}};
+    }
+  }
+  for (const GroupResidency& g : r.groups) {
+    out["groups"].push_back({{"kind", g.kind},
+                             {"block_size", g.block_size},
+                             {"cached_blocks", g.cached_blocks}});
+  }
+  AddSeries(out, r);
+  return out;
+}
+
+void PrintLoad(const std::vector<SimRequest>& workload,
+               const SimReport& report) {
+  const SimulationResult& r = *report.result;
+  if (workload.empty() || r.makespan_s <= 0.0) return;
+  const double span = workload.back().arrival_s - workload.front().arrival_s;
+  const double offered =
+      span > 0.0 ? static_cast<double>(workload.size()) / span : 0.0;
+  const double served = static_cast<double>(r.finished) / r.makespan_s;
+  fmt::print(stderr,
+             "{}: offered {:.2f} requests/s over {:.0f} s; the modelled "
+             "engine served {:.2f} requests/s\n",
+             report.label, offered, span, served);
+  if (offered > served && r.makespan_s > 1.5 * span) {
+    fmt::print(stderr,
+               "{}: warning: the queue grew without bound (peak {} waiting): "
+               "the offered load exceeds the modelled capacity; latencies "
+               "measure the backlog\n",
+               report.label, r.peak_waiting);
+  }
+}
+
+}  // namespace hkv::cli
