@@ -1,7 +1,9 @@
-// The deployment seam: page geometries and the stand-in resolution of the
-// built-in comparison.
+// The deployment seam: page geometries and their resolution by the
+// capacity planner.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "hkv/deployment.h"
 
@@ -22,27 +24,42 @@ TEST(DeploymentTest, ParsesPageGeometries) {
   }
 }
 
-TEST(DeploymentTest, ResolvesTheBuiltInComparison) {
+std::size_t CountKind(const CacheConfig& config, GroupKind kind) {
+  return static_cast<std::size_t>(
+      std::count_if(config.groups.begin(), config.groups.end(),
+                    [&](const GroupSpec& g) { return g.kind == kind; }));
+}
+
+// The built-in comparison's deployments, as the planner lays them out
+// (hkv plan --model glm53-flash-like --tp 4 --budget 33GiB --context 262144).
+TEST(DeploymentTest, ResolvesTheBuiltInComparisonThroughThePlanner) {
   Result<CacheConfig> fine = ResolveCacheConfig({.target_block = 2048});
   ASSERT_TRUE(fine.has_value()) << fine.error().message;
   EXPECT_EQ(fine->num_blocks, 2803u);
-  ASSERT_EQ(fine->groups.size(), 5u);
-  EXPECT_EQ(fine->groups[0].kind, GroupKind::kFullAttention);
-  EXPECT_EQ(fine->groups[0].block_size, 2048u);
-  EXPECT_EQ(fine->groups[4].kind, GroupKind::kRecurrent);
-  EXPECT_EQ(fine->groups[4].block_size, 256u);
+  ASSERT_EQ(fine->groups.size(), 5u);  // recurrent [9, 9, 8, 8], MLA [11]
+  EXPECT_EQ(CountKind(*fine, GroupKind::kRecurrent), 4u);
+  for (const GroupSpec& g : fine->groups) {
+    EXPECT_EQ(g.block_size, g.kind == GroupKind::kRecurrent ? 256u : 2048u);
+    if (g.kind == GroupKind::kRecurrent) {
+      EXPECT_EQ(g.speculative_blocks, 7u);  // the DFlash2 draft's tokens
+    }
+  }
   EXPECT_EQ(fine->keys.hash_unit, 256u);
   Result<CacheConfig> small = ResolveCacheConfig(
       {.target_block = 256, .recurrent_block = 256, .hash_unit = 256});
   ASSERT_TRUE(small.has_value());
-  EXPECT_EQ(small->num_blocks, 3360u);
+  EXPECT_EQ(small->num_blocks, 6043u);  // rebalanced: 7 recurrent groups
+  EXPECT_EQ(CountKind(*small, GroupKind::kRecurrent), 7u);
 }
 
-TEST(DeploymentTest, UnknownDeploymentsWaitForThePlanner) {
-  const Result<CacheConfig> r = ResolveCacheConfig({.tp = 2});
-  ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, ErrorCode::kNotFound);
-  EXPECT_THAT(r.error().message, HasSubstr("until the planner lands"));
+TEST(DeploymentTest, PlannerErrorsPassThrough) {
+  const Result<CacheConfig> unknown = ResolveCacheConfig({.model = "nope"});
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_THAT(unknown.error().message, HasSubstr("nope"));
+  const Result<CacheConfig> tiny =
+      ResolveCacheConfig({.budget_bytes = std::uint64_t{1} << 30});
+  ASSERT_FALSE(tiny.has_value());
+  EXPECT_EQ(tiny.error().code, ErrorCode::kInfeasible);
 }
 
 }  // namespace

@@ -3,10 +3,8 @@
 // memory budget of one rank and a page geometry (target block / recurrent
 // block / hash unit), resolved into the CacheConfig the simulator drives.
 //
-// ResolveCacheConfig is the one place where the capacity planner plugs in
-// (model + TP + budget + geometry -> groups and block count). Until it
-// does, it knows only the built-in comparison's stand-in figures (see
-// docs/simulator.md, "The default comparison").
+// ResolveCacheConfig asks the capacity planner (include/hkv/planner.h):
+// its groups become cache groups and its shared pool's blocks the pool.
 //
 // Thread-safety: value types and pure functions.
 //
@@ -28,7 +26,10 @@ namespace hkv {
 struct DeploymentSpec {
   std::string model = "glm53-flash-like";
   std::uint32_t tp = 4;
+  std::uint32_t dcp = 1;
   std::uint64_t budget_bytes = std::uint64_t{33} << 30;
+  // The longest request planned for: one must fit the budget.
+  std::uint64_t context_tokens = 262144;
   // Page geometry, tokens per block on one rank.
   std::uint32_t target_block = 2048;
   std::uint32_t recurrent_block = 256;
@@ -40,8 +41,13 @@ struct DeploymentSpec {
 [[nodiscard]] Result<void> ParsePageGeometry(std::string_view text,
                                              DeploymentSpec& spec);
 
-// The cache groups and block count of `spec`. Returns kNotFound, naming
-// what is known, for a deployment the stand-in table lacks.
+// The cache groups and block count of `spec`, as the capacity planner lays
+// them out in the shared pool: one group per planned group (attention at the
+// target block, DCP-sharded; recurrent states at the recurrent block, with
+// the draft's speculative tokens as speculative state blocks; groups holding
+// draft layers feed an EAGLE-style draft), the planned blocks, the resolved
+// hash unit, xxh3 keys. Returns the planner's error (an unknown model, a
+// geometry it rejects, a budget that holds no request) otherwise.
 [[nodiscard]] Result<CacheConfig> ResolveCacheConfig(
     const DeploymentSpec& spec);
 

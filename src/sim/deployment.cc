@@ -1,33 +1,46 @@
 #include "hkv/deployment.h"
 
+#include <algorithm>
 #include <charconv>
+#include <limits>
 #include <string>
 #include <vector>
 
-#include "hkv/group_list.h"
+#include "hkv/planner.h"
 
 namespace hkv {
 namespace {
 
-// Stand-in for the capacity planner: glm53-flash-like at TP 4 with 33 GiB
-// per rank, one MLA group and four recurrent groups (34 recurrent layers
-// in buckets of 9, 9, 8, 8; 11 MLA layers), pages from spec §5.5:
-// a recurrent state 2,342,912 B per layer at TP 2, so 1,171,456 B at TP 4
-// (9 layers: 10,543,104 B); MLA 561 B per token and layer (11 layers:
-// 1,579,776 B per 256 tokens, 12,638,208 B per 2048). The stride is the
-// larger group's bytes per block, the blocks 33 GiB / stride:
-// 10,543,104 B -> 3,360 blocks (256-token target), 12,638,208 B -> 2,803.
-struct StandIn {
-  std::uint32_t target_block;
-  std::uint32_t num_blocks;
-};
-constexpr StandIn kGlm53Tp4Budget33GiB[] = {{256, 3360}, {2048, 2803}};
-
-std::string GroupList(const DeploymentSpec& spec) {
-  const std::string recurrent =
-      ",recurrent:" + std::to_string(spec.recurrent_block);
-  return "full:" + std::to_string(spec.target_block) + recurrent + recurrent +
-         recurrent + recurrent;
+// A planned group as a cache group.
+GroupSpec CacheGroup(const GroupPlan& group, const Plan& plan,
+                     const ModelSpec& model) {
+  GroupSpec spec{
+      .block_size = plan.geometry.target_block,
+      .speculation = group.draft ? Speculation::kEagle : Speculation::kNone};
+  const auto layer =
+      std::find_if(model.layers.begin(), model.layers.end(),
+                   [&](const LayerSpec& l) { return l.kind == group.kind; });
+  switch (group.kind) {
+    case LayerKind::kFullAttention:
+    case LayerKind::kMla:
+      break;
+    case LayerKind::kSlidingWindow:
+      spec.kind = GroupKind::kSlidingWindow;
+      spec.sliding_window = layer != model.layers.end() ? layer->window : 0;
+      spec.dcp_layout = DcpLayout::kReplicated;
+      break;
+    case LayerKind::kChunkedLocal:
+      spec.kind = GroupKind::kChunkedLocal;
+      spec.chunk_size = layer != model.layers.end() ? layer->chunk : 0;
+      spec.dcp_layout = DcpLayout::kReplicated;
+      break;
+    case LayerKind::kRecurrent:
+      spec.kind = GroupKind::kRecurrent;
+      spec.block_size = plan.geometry.recurrent_block;
+      spec.speculative_blocks = model.draft.speculative_tokens;
+      break;
+  }
+  return spec;
 }
 
 Result<void> BadGeometry(std::string_view text) {
@@ -61,34 +74,35 @@ Result<void> ParsePageGeometry(std::string_view text, DeploymentSpec& spec) {
   return {};
 }
 
-// TODO(#4): replace the stand-in table with the capacity planner: the
-// planned groups (kind, block tokens, draft flag) and the shared pool's
-// block count.
 Result<CacheConfig> ResolveCacheConfig(const DeploymentSpec& spec) {
-  const bool known = spec.model == "glm53-flash-like" && spec.tp == 4 &&
-                     spec.budget_bytes == (std::uint64_t{33} << 30);
-  for (const StandIn& row : kGlm53Tp4Budget33GiB) {
-    if (!known || row.target_block != spec.target_block) continue;
-    Result<std::vector<GroupSpec>> groups = ParseGroupList(GroupList(spec));
-    if (!groups) return tl::unexpected(groups.error());
-    CacheConfig config{.groups = std::move(*groups),
-                       .num_blocks = row.num_blocks,
-                       .keys = {.function = KeyFunction::kXxh3_128Cbor,
-                                .hash_unit = spec.hash_unit}};
-    if (Result<void> ok = config.Validate(); !ok) {
-      return tl::unexpected(ok.error());
-    }
-    return config;
+  Result<ModelSpec> model = LoadPreset(spec.model);
+  if (!model) return tl::unexpected(model.error());
+  Result<Plan> plan = PlanCapacity(*model,
+                                   {.target_block = spec.target_block,
+                                    .recurrent_block = spec.recurrent_block,
+                                    .hash_unit = spec.hash_unit},
+                                   {.tp = spec.tp,
+                                    .dcp = spec.dcp,
+                                    .budget_bytes = spec.budget_bytes,
+                                    .context_tokens = spec.context_tokens});
+  if (!plan) return tl::unexpected(plan.error());
+  if (plan->shared.blocks > std::numeric_limits<std::uint32_t>::max()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "the plan's " + std::to_string(plan->shared.blocks) +
+                    " blocks exceed 2^32 - 1");
   }
-  return Fail(ErrorCode::kNotFound,
-              "no capacity plan for " + spec.model + " at TP " +
-                  std::to_string(spec.tp) + " with " +
-                  std::to_string(spec.budget_bytes) +
-                  " bytes and target "
-                  "block " +
-                  std::to_string(spec.target_block) +
-                  " until the planner lands; known: glm53-flash-like, TP 4, "
-                  "33 GiB, target block 256 or 2048; or give --groups");
+  CacheConfig config{
+      .num_blocks = static_cast<std::uint32_t>(plan->shared.blocks),
+      .keys = {.function = KeyFunction::kXxh3_128Cbor,
+               .hash_unit = plan->geometry.hash_unit},
+      .dcp = spec.dcp};
+  for (const GroupPlan& group : plan->groups) {
+    config.groups.push_back(CacheGroup(group, *plan, *model));
+  }
+  if (Result<void> ok = config.Validate(); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  return config;
 }
 
 }  // namespace hkv

@@ -82,11 +82,18 @@ void AddCacheCounters(std::vector<Field>& f, const SimulationResult& r) {
                  fmt::format("miss_{}_tokens", m.key),
                  fmt::format("{}", m.counters->tokens)});
   }
-  for (std::size_t g = 0; g < r.groups.size(); ++g) {
-    f.push_back(
-        {fmt::format("group{}_cached_blocks", g),
-         fmt::format("group {} ({}) cached blocks", g, r.groups[g].kind),
-         fmt::format("{}", r.groups[g].cached_blocks)});
+  // Per kind, so that geometries with other groupings line up.
+  std::vector<std::pair<std::string, std::uint64_t>> kinds;
+  for (const GroupResidency& g : r.groups) {
+    auto it = std::find_if(kinds.begin(), kinds.end(),
+                           [&](const auto& k) { return k.first == g.kind; });
+    if (it == kinds.end()) it = kinds.insert(kinds.end(), {g.kind, 0});
+    it->second += g.cached_blocks;
+  }
+  for (const auto& [kind, blocks] : kinds) {
+    f.push_back({fmt::format("cached_blocks_{}", kind),
+                 fmt::format("cached blocks, {} groups", kind),
+                 fmt::format("{}", blocks)});
   }
 }
 
@@ -164,22 +171,55 @@ void AddSeries(nlohmann::json& out, const SimulationResult& r) {
   }
 }
 
+// Every row of any column, in the order first seen, and each column's
+// fields by row.
+struct Table {
+  std::vector<Field> rows;  // the first column holding each key
+  std::vector<std::vector<const Field*>> cells;  // [column][row], or null
+};
+
+Table MakeTable(const std::vector<std::vector<Field>>& columns) {
+  Table table;
+  for (const std::vector<Field>& column : columns) {
+    for (const Field& f : column) {
+      const bool seen =
+          std::any_of(table.rows.begin(), table.rows.end(),
+                      [&](const Field& row) { return row.key == f.key; });
+      if (!seen) table.rows.push_back(f);
+    }
+  }
+  for (const std::vector<Field>& column : columns) {
+    std::vector<const Field*>& cells = table.cells.emplace_back();
+    for (const Field& row : table.rows) {
+      auto it = std::find_if(column.begin(), column.end(),
+                             [&](const Field& f) { return f.key == row.key; });
+      cells.push_back(it == column.end() ? nullptr : &*it);
+    }
+  }
+  return table;
+}
+
+std::vector<std::vector<Field>> Columns(const std::vector<SimReport>& reports) {
+  std::vector<std::vector<Field>> columns;
+  for (const SimReport& r : reports) columns.push_back(Fields(r));
+  return columns;
+}
+
 }  // namespace
 
 void PrintText(const std::vector<SimReport>& reports) {
-  std::vector<std::vector<Field>> columns;
+  const std::vector<std::vector<Field>> columns = Columns(reports);
+  const Table table = MakeTable(columns);
   std::size_t width = 12;
-  for (const SimReport& r : reports) {
-    columns.push_back(Fields(r));
+  for (const SimReport& r : reports)
     width = std::max(width, r.label.size() + 2);
-  }
   fmt::print("{:<38}", "configuration");
   for (const SimReport& r : reports) fmt::print("{:>{}}", r.label, width);
   fmt::print("\n");
-  for (std::size_t row = 0; row < columns[0].size(); ++row) {
-    fmt::print("{:<38}", columns[0][row].label);
-    for (const std::vector<Field>& c : columns) {
-      fmt::print("{:>{}}", row < c.size() ? c[row].Shown() : "", width);
+  for (std::size_t row = 0; row < table.rows.size(); ++row) {
+    fmt::print("{:<38}", table.rows[row].label);
+    for (const std::vector<const Field*>& cells : table.cells) {
+      fmt::print("{:>{}}", cells[row] ? cells[row]->Shown() : "-", width);
     }
     fmt::print("\n");
   }
@@ -190,18 +230,22 @@ void PrintText(const std::vector<SimReport>& reports) {
 }
 
 void PrintCsv(const std::vector<SimReport>& reports) {
-  std::vector<Field> header = Fields(reports[0]);
+  const std::vector<std::vector<Field>> columns = Columns(reports);
+  const Table table = MakeTable(columns);
   fmt::print("label,cost_model");
-  for (const Field& f : header) {
+  for (const Field& f : table.rows) {
     fmt::print(",{}", f.key);
     if (!f.key2.empty()) fmt::print(",{}", f.key2);
   }
   fmt::print("\n");
-  for (const SimReport& r : reports) {
-    fmt::print("{},{}", Cell(r.label), Cell(r.cost_model));
-    for (const Field& f : Fields(r)) {
-      fmt::print(",{}", Cell(f.text));
-      if (!f.key2.empty()) fmt::print(",{}", Cell(f.text2));
+  for (std::size_t c = 0; c < reports.size(); ++c) {
+    fmt::print("{},{}", Cell(reports[c].label), Cell(reports[c].cost_model));
+    for (std::size_t row = 0; row < table.rows.size(); ++row) {
+      const Field* f = table.cells[c][row];
+      fmt::print(",{}", f ? Cell(f->text) : "");
+      if (!table.rows[row].key2.empty()) {
+        fmt::print(",{}", f ? Cell(f->text2) : "");
+      }
     }
     fmt::print("\n");
   }

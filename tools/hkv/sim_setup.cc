@@ -196,6 +196,7 @@ Result<CacheConfig> CacheFromDeployment(const std::string& geometry,
                                         const SimCommandOptions& o) {
   DeploymentSpec spec{.model = o.model,
                       .tp = o.tp,
+                      .dcp = o.dcp,
                       .budget_bytes = static_cast<std::uint64_t>(
                           std::llround(o.budget_gib * 1073741824.0))};
   if (Result<void> ok = ParsePageGeometry(geometry, spec); !ok) {
