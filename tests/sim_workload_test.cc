@@ -118,6 +118,16 @@ TEST(AzureTraceTest, ReadsLengthsAndSynthesisesSharing) {
             ParseAzureTrace(csv, {.seed = 5}).value());
 }
 
+// The published files end every line, the header's too, with CRLF.
+TEST(AzureTraceTest, ReadsCrlfFiles) {
+  const Result<std::vector<SimRequest>> w = ParseAzureTrace(
+      "TIMESTAMP,ContextTokens,GeneratedTokens\r\n"
+      "2023-11-16 18:15:46.5,374,44\r\n",
+      {});
+  ASSERT_TRUE(w.has_value()) << w.error().message;
+  EXPECT_EQ(w->size(), 1u);
+}
+
 TEST(AzureTraceTest, BadLinesAreNamed) {
   const Result<std::vector<SimRequest>> w = ParseAzureTrace(
       "TIMESTAMP,ContextTokens,GeneratedTokens\n1.0,5,5\n2.0,x,5\n", {});

@@ -161,6 +161,7 @@ Result<std::vector<SimRequest>> ParseAzureTrace(
   std::istringstream in{std::string(csv)};
   std::string line;
   std::getline(in, line);
+  if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
   const std::optional<Columns> columns = FindColumns(line);
   if (!columns) {
     return tl::unexpected(
