@@ -1,75 +1,28 @@
 // Spec vectors with recurrent-state groups: V-34, V-35 (§8.2), V-48, V-49
-// (§8.3), V-56 ... V-66 and V-76 ... V-79 (§8.4).
+// (§8.3), V-56 ... V-67 and V-71 (§8.4); the scratch and DCP ones are in
+// recurrent_dcp_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "groups/recurrent_state.h"
+#include "recurrent_fixture.h"
 #include "test_util.h"
 
 namespace hkv {
 namespace {
 
 using ::hkv::testing::Concat;
+using ::hkv::testing::Eagle;
+using ::hkv::testing::Full;
 using ::hkv::testing::Ids;
+using ::hkv::testing::Prefix48;
 using ::hkv::testing::Range;
+using ::hkv::testing::RecurrentTest;
 using ::hkv::testing::Repeat;
+using ::hkv::testing::State;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
-
-GroupSpec Full(std::uint32_t block) { return {.block_size = block}; }
-GroupSpec State(std::uint32_t block) {
-  return {.kind = GroupKind::kRecurrent, .block_size = block};
-}
-std::vector<GroupSpec> Eagle(std::vector<GroupSpec> groups) {
-  for (GroupSpec& g : groups) g.speculation = Speculation::kEagle;
-  return groups;
-}
-
-// Drives a cache the way the reference's tests drive allocate_slots: each
-// allocation registers what it schedules right away.
-class RecurrentTest : public ::testing::Test {
- protected:
-  void Build(std::vector<GroupSpec> groups, std::uint32_t unit,
-             std::uint32_t num_blocks, std::uint32_t dcp = 1) {
-    cache_ = std::make_unique<internal::CacheCore>(
-        CacheConfig{.groups = std::move(groups),
-                    .num_blocks = num_blocks,
-                    .keys = {.hash_unit = unit},
-                    .dcp = dcp});
-  }
-  Request Make(std::uint64_t id, const std::vector<TokenId>& tokens) {
-    return Request({.id = RequestId{id}}, tokens, cache_->key_scheme());
-  }
-  // Allocates `num_new` tokens after `computed` (or after `hit`) and
-  // registers them; returns the new blocks per group, or nullopt.
-  std::optional<std::vector<std::vector<BlockId>>> Schedule(
-      const Request& r, std::uint32_t computed, std::uint32_t num_new,
-      const CacheHit* hit = nullptr) {
-    std::optional<NewBlocks> placed =
-        cache_->Allocate(r, {.num_computed_tokens = computed,
-                             .num_new_tokens = num_new,
-                             .hit = hit});
-    if (!placed) return std::nullopt;
-    const std::uint32_t done = computed + (hit ? hit->num_tokens : 0) + num_new;
-    cache_->Commit(r, std::min(done, r.num_tokens()));
-    return placed->blocks;
-  }
-  // A new scheduler step: copies ran, pins released.
-  void NextStep() {
-    cache_->TakeCopies();
-    cache_->FinishStep();
-  }
-  std::uint32_t Tokens(BlockId block) const {
-    return cache_->pool().primary_num_tokens(block);
-  }
-
-  std::unique_ptr<internal::CacheCore> cache_;
-};
-
-std::vector<TokenId> Prefix48() {
-  return Concat(Concat(Repeat(0, 16), Repeat(1, 16)), Repeat(2, 16));
-}
 
 TEST_F(RecurrentTest, V34_StateAtTheFullPrefix) {
   Build({Full(16), State(16)}, 16, 30);
@@ -419,111 +372,6 @@ TEST_F(RecurrentTest, JunctionStateIsKeptUnderResendOnlyRetention) {
   EXPECT_EQ(
       cache_->Lookup(Make(2, Concat(Range(0, 32), Repeat(8, 5)))).num_tokens,
       32u);
-}
-
-GroupSpec Scratch(std::uint32_t block) {
-  return {
-      .kind = GroupKind::kScratch, .block_size = block, .scratch_blocks = 1};
-}
-
-TEST_F(RecurrentTest, V68_ScratchGroupKeepsPartialHitsOn) {
-  Build({Full(2), State(4), Scratch(2)}, 2, 30);
-  EXPECT_EQ(cache_->geometry(GroupId{0}).alignment, 2u);
-  ASSERT_TRUE(Schedule(Make(0, {0, 0, 1, 1, 2, 2, 3}), 0, 6));
-  NextStep();
-  const Request r1 = Make(1, {0, 0, 1, 1, 2, 2, 3, 3});
-  const CacheHit hit = cache_->Lookup(r1);
-  EXPECT_EQ(hit.num_tokens, 6u);
-  EXPECT_TRUE(hit.blocks[2].empty());
-  EXPECT_TRUE(Schedule(r1, 0, 2, &hit));
-}
-
-TEST_F(RecurrentTest, V69_ScratchBlockBelowTheHashUnit) {
-  Build({Full(1152), State(1152), Scratch(64)}, 128, 40);
-  EXPECT_EQ(cache_->geometry(GroupId{0}).scheduler_block, 1152u);
-  EXPECT_EQ(cache_->geometry(GroupId{0}).alignment, 128u);
-  ASSERT_TRUE(Schedule(Make(0, Range(0, 1537)), 0, 1536));
-  NextStep();
-  const CacheHit hit =
-      cache_->Lookup(Make(1, Concat(Range(0, 1536), Repeat(12, 64))));
-  EXPECT_EQ(hit.num_tokens, 1536u);
-}
-
-class DcpTest : public RecurrentTest,
-                public ::testing::WithParamInterface<std::uint32_t> {};
-
-TEST_P(DcpTest, V76_PartialHitCopiesBothGroups) {
-  const std::uint32_t d = GetParam();
-  Build({Full(4), State(4)}, 2, 40, d);
-  const Request owner = Make(0, Range(0, 7));
-  ASSERT_TRUE(Schedule(owner, 0, 6));
-  NextStep();
-  const Request replay = Make(1, Range(0, 8));
-  const CacheHit hit = cache_->Lookup(replay);
-  EXPECT_EQ(hit.num_tokens, 6u);
-  EXPECT_THAT(hit.blocks[0], SizeIs((6 + 4 * d - 1) / (4 * d)));
-  EXPECT_THAT(hit.blocks[1], SizeIs(2));
-  ASSERT_TRUE(Schedule(replay, 0, 2, &hit));
-  const std::vector<BlockCopy> copies = cache_->TakeCopies();
-  ASSERT_THAT(copies, SizeIs(2));
-  EXPECT_EQ(copies[0].group, GroupId{0});
-  EXPECT_EQ(copies[1].group, GroupId{1});
-}
-
-INSTANTIATE_TEST_SUITE_P(Widths, DcpTest, ::testing::Values(1u, 2u, 4u));
-
-class DcpCoarseTest : public RecurrentTest,
-                      public ::testing::WithParamInterface<std::uint32_t> {};
-
-TEST_P(DcpCoarseTest, V77_UnitEqualsBlock) {
-  const std::uint32_t d = GetParam();
-  Build({Full(4), State(4)}, 4, 40, d);
-  const Request owner = Make(0, Range(0, 13));
-  ASSERT_TRUE(Schedule(owner, 0, 12));
-  NextStep();
-  const Request replay = Make(1, Range(0, 16));
-  const CacheHit hit = cache_->Lookup(replay);
-  EXPECT_EQ(hit.num_tokens, 12u);
-  EXPECT_THAT(hit.blocks[0], SizeIs((12 + 4 * d - 1) / (4 * d)));
-  EXPECT_THAT(hit.blocks[1], SizeIs(3));
-  ASSERT_TRUE(Schedule(replay, 0, 4, &hit));
-  const std::vector<BlockCopy> copies = cache_->TakeCopies();
-  ASSERT_THAT(copies, SizeIs(1));  // the attention tail; 12 is a state boundary
-  EXPECT_EQ(copies[0].group, GroupId{0});
-}
-
-INSTANTIATE_TEST_SUITE_P(Widths, DcpCoarseTest, ::testing::Values(2u, 4u));
-
-TEST_F(RecurrentTest, V78_HitFollowsTheRunningOwner) {
-  Build({Full(4), State(4)}, 4, 40, 2);
-  const Request owner = Make(0, Range(0, 13));
-  ASSERT_TRUE(Schedule(owner, 0, 8));
-  NextStep();
-  const Request replay = Make(1, Range(0, 16));
-  CacheHit hit = cache_->Lookup(replay);
-  EXPECT_EQ(hit.num_tokens, 8u);
-  EXPECT_THAT(hit.blocks[0], SizeIs(1));
-  EXPECT_THAT(hit.blocks[1], SizeIs(2));
-  ASSERT_TRUE(Schedule(owner, 8, 4));
-  NextStep();
-  hit = cache_->Lookup(replay);
-  EXPECT_EQ(hit.num_tokens, 12u);
-  EXPECT_THAT(hit.blocks[0], SizeIs(2));
-  EXPECT_THAT(hit.blocks[1], SizeIs(3));
-}
-
-TEST_F(RecurrentTest, V79_EagleWithDcp) {
-  Build(Eagle({Full(4), State(4)}), 2, 40, 2);
-  const Request owner = Make(0, Repeat(7, 6));
-  ASSERT_TRUE(Schedule(owner, 0, 4));
-  NextStep();
-  ASSERT_TRUE(Schedule(owner, 4, 2));
-  NextStep();
-  const CacheHit hit =
-      cache_->Lookup(Make(1, Concat(Repeat(7, 6), Repeat(9, 2))));
-  EXPECT_EQ(hit.num_tokens, 4u);
-  EXPECT_THAT(hit.blocks[0], SizeIs(1));
-  EXPECT_THAT(hit.blocks[1], SizeIs(1));
 }
 
 }  // namespace
