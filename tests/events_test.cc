@@ -188,5 +188,41 @@ TEST(EventsTest, IncrementalReportAnnouncesNoReuse) {
   EXPECT_TRUE(cache.TakeEvents().empty());
 }
 
+// A recurrent group keys only the states its chunks ended on: each event
+// carries the tokens since the group's last announced run, so a router can
+// chain it to its prefix.
+TEST(EventsTest, StoredEventsCarryTheSkippedContext) {
+  internal::CacheCore cache(
+      CacheConfig{.groups = {{.block_size = 4},
+                             {.kind = GroupKind::kRecurrent, .block_size = 4}},
+                  .num_blocks = 20,
+                  .keys = {.hash_unit = 4},
+                  .events = KvEventMode::kEnabled});
+  const Request r({.id = RequestId{0}}, Range(0, 17), cache.key_scheme());
+  ASSERT_TRUE(cache.Allocate(r, {.num_new_tokens = 8}));
+  cache.Commit(r, 8);
+  ASSERT_TRUE(
+      cache.Allocate(r, {.num_computed_tokens = 8, .num_new_tokens = 8}));
+  cache.Commit(r, 16);
+  std::vector<BlockStored> states;
+  for (const KvEvent& event : cache.TakeEvents()) {
+    const auto& stored = std::get<BlockStored>(event);
+    if (stored.group == GroupId{1}) states.push_back(stored);
+    // Full attention announces every block: nothing skipped.
+    if (stored.group == GroupId{0}) {
+      EXPECT_TRUE(stored.skipped_token_ids.empty());
+    }
+  }
+  ASSERT_EQ(states.size(), 2u);
+  EXPECT_EQ(states[0].token_ids, Range(4, 8));  // the state at 8
+  EXPECT_EQ(states[0].skipped_token_ids, Range(0, 4));
+  EXPECT_FALSE(states[0].skipped_parent_block_hash.has_value());
+  EXPECT_EQ(states[0].skipped_extra_keys.size(), 1u);
+  EXPECT_EQ(states[1].token_ids, Range(12, 16));  // the state at 16
+  EXPECT_EQ(states[1].skipped_token_ids, Range(8, 12));
+  EXPECT_EQ(states[1].skipped_parent_block_hash, r.keys()[1]);
+  EXPECT_EQ(states[1].parent_block_hash, r.keys()[2]);
+}
+
 }  // namespace
 }  // namespace hkv

@@ -37,6 +37,14 @@ struct BlockStored {
   std::optional<std::string> spec_kind = std::nullopt;
   std::optional<std::uint32_t> sliding_window = std::nullopt;
   std::string medium = "GPU";
+  // The request's tokens between the end of the last run this request
+  // announced in this group and this event's first token, when some were
+  // not announced (masked by sparse retention, or null slots): a router can
+  // chain the run to its prefix from them. The unit key before the span
+  // (none at 0) and one extra-key entry per hash unit of the span.
+  std::optional<BlockHash> skipped_parent_block_hash = std::nullopt;
+  std::vector<TokenId> skipped_token_ids = {};
+  std::vector<std::optional<std::vector<ExtraKey>>> skipped_extra_keys = {};
 };
 
 // Keys left the cache (eviction, replacement by a longer entry); one hash per

@@ -151,9 +151,7 @@ void GroupManager::CommitFullBlocks(GroupTable& table, const Request& request,
     const BlockId block = table.blocks[i];
     if (block == kNullBlock || (!keep.empty() && !keep[i - first])) {
       if (events.enabled() && run_start < i) {
-        events.Record(StoredEvent(
-            request,
-            {.first = run_start, .end = i, .unit = b, .group = geometry_.id}));
+        RecordRun(table, request, run_start, i);
       }
       run_start = i + 1;
       continue;
@@ -161,9 +159,7 @@ void GroupManager::CommitFullBlocks(GroupTable& table, const Request& request,
     pool_.CacheFull(block, FullBlockKey(request.keys(), i), (i + 1) * b);
   }
   if (events.enabled() && run_start < full) {
-    events.Record(StoredEvent(
-        request,
-        {.first = run_start, .end = full, .unit = b, .group = geometry_.id}));
+    RecordRun(table, request, run_start, full);
   }
   table.num_committed_blocks = std::max(table.num_committed_blocks, full);
 }
@@ -194,19 +190,33 @@ void GroupManager::CommitPartialEntry(const GroupTable& table,
                                       std::uint32_t boundary) {
   const BlockId block = table.blocks[boundary / geometry_.block_size];
   if (pool_.CachePartial(block, UnitKey(request.keys(), boundary), boundary)) {
-    RecordUnitStored(request, boundary);
+    RecordUnitStored(table, request, boundary);
   }
 }
 
-void GroupManager::RecordUnitStored(const Request& request,
+void GroupManager::RecordUnitStored(const GroupTable& table,
+                                    const Request& request,
                                     std::uint32_t boundary) {
-  if (pool_.events().enabled()) {
-    const std::uint32_t unit = geometry_.hash_unit;
-    pool_.events().Record(StoredEvent(request, {.first = boundary / unit - 1,
-                                                .end = boundary / unit,
-                                                .unit = unit,
-                                                .group = geometry_.id}));
-  }
+  if (!pool_.events().enabled()) return;
+  const std::uint32_t unit = geometry_.hash_unit;
+  pool_.events().Record(
+      StoredEvent(request, {.first = boundary / unit - 1,
+                            .end = boundary / unit,
+                            .unit = unit,
+                            .group = geometry_.id,
+                            .announced_upto = table.announced_upto}));
+}
+
+void GroupManager::RecordRun(GroupTable& table, const Request& request,
+                             std::uint32_t first, std::uint32_t end) {
+  const std::uint32_t b = geometry_.block_size;
+  pool_.events().Record(
+      StoredEvent(request, {.first = first,
+                            .end = end,
+                            .unit = b,
+                            .group = geometry_.id,
+                            .announced_upto = table.announced_upto}));
+  table.announced_upto = end * b;
 }
 
 }  // namespace hkv::internal

@@ -69,6 +69,8 @@ struct GroupTable {
   std::optional<PartialHit> partial_hit = std::nullopt;
   bool from_hit = false;                // the table started as an adopted hit
   std::uint32_t num_prompt_tokens = 0;  // the request's, at admission
+  // Where the runs this request announced (BlockStored) end, in tokens.
+  std::uint32_t announced_upto = 0;
 
   // Recurrent groups only.
   bool allocated_once = false;     // speculative blocks exist
@@ -234,7 +236,12 @@ class GroupManager {
   void CommitPartialEntry(const GroupTable& table, const Request& request,
                           std::uint32_t boundary);
   // Reports the unit ending at `boundary` as stored (a BlockStored event).
-  void RecordUnitStored(const Request& request, std::uint32_t boundary);
+  void RecordUnitStored(const GroupTable& table, const Request& request,
+                        std::uint32_t boundary);
+  // Announces full blocks [first, end) of the request (one BlockStored) and
+  // advances the table's announced end.
+  void RecordRun(GroupTable& table, const Request& request, std::uint32_t first,
+                 std::uint32_t end);
 
   BlockPool& pool_;
   const GroupGeometry geometry_;

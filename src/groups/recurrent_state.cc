@@ -137,7 +137,7 @@ void RecurrentStateManager::CommitExport(GroupTable& table,
   pool_.EvictKeys(block);  // it held an older state
   if (pool_.CachePartial(block, key, exported->position)) {
     registered_this_step_.insert(key);
-    RecordUnitStored(request, exported->position);
+    RecordUnitStored(table, request, exported->position);
   }
 }
 

@@ -21,6 +21,31 @@ std::string_view KindName(GroupKind kind) {
 
 }  // namespace
 
+namespace {
+
+std::optional<std::vector<ExtraKey>> ExtrasOf(const Request& request,
+                                              std::uint32_t start,
+                                              std::uint32_t end) {
+  std::vector<ExtraKey> extra = UnitExtraKeys(request.extras(), start, end);
+  if (extra.empty()) return std::nullopt;
+  return extra;
+}
+
+// Tokens [from, to) the request never announced in this group.
+void AddSkippedContext(const Request& request, std::uint32_t from,
+                       std::uint32_t to, BlockStored& event) {
+  const std::uint32_t h = request.key_scheme().hash_unit;
+  if (from >= to) return;
+  if (from > 0) event.skipped_parent_block_hash = request.keys()[from / h - 1];
+  const std::span<const TokenId> tokens = request.tokens();
+  event.skipped_token_ids.assign(tokens.begin() + from, tokens.begin() + to);
+  for (std::uint32_t start = from; start < to; start += h) {
+    event.skipped_extra_keys.push_back(ExtrasOf(request, start, start + h));
+  }
+}
+
+}  // namespace
+
 BlockStored StoredEvent(const Request& request, const StoredRun& run) {
   const std::uint32_t unit = run.unit;
   const std::uint32_t units_per_hash = unit / request.key_scheme().hash_unit;
@@ -34,11 +59,9 @@ BlockStored StoredEvent(const Request& request, const StoredRun& run) {
     event.lora_name = request.extras().lora_name;
   for (std::uint32_t i = run.first; i < run.end; ++i) {
     event.block_hashes.push_back(keys[(i + 1) * units_per_hash - 1]);
-    std::vector<ExtraKey> extra =
-        UnitExtraKeys(request.extras(), i * unit, (i + 1) * unit);
-    event.extra_keys.push_back(extra.empty() ? std::nullopt
-                                             : std::optional(std::move(extra)));
+    event.extra_keys.push_back(ExtrasOf(request, i * unit, (i + 1) * unit));
   }
+  AddSkippedContext(request, run.announced_upto, run.first * unit, event);
   const std::span<const TokenId> tokens = request.tokens();
   event.token_ids.assign(tokens.begin() + run.first * unit,
                          tokens.begin() + run.end * unit);

@@ -24,6 +24,9 @@ struct StoredRun {
   std::uint32_t end = 0;
   std::uint32_t unit = 0;  // tokens per hash: a block, or the hash unit
   GroupId group{0};
+  // Where the request's announced tokens in this group end: tokens from
+  // there to the run are reported as skipped context.
+  std::uint32_t announced_upto = 0;
 };
 BlockStored StoredEvent(const Request& request, const StoredRun& run);
 
