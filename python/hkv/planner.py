@@ -112,8 +112,8 @@ def _search_rows(model, options, max_unit, top):
         if rows and rows[-1][1].geometry == g:
             continue
         if rows and _same_but_recurrent_block(rows[-1][1], p):
-            rows[-1] = [f"{g.target_block}/{first_r}..{g.recurrent_block}/"
-                        f"{g.hash_unit}", p]
+            rows[-1][0] = (f"{g.target_block}/{first_r}.."
+                           f"{g.recurrent_block}/{g.hash_unit}")
             continue
         if len(rows) == top:
             break
