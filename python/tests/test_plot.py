@@ -62,3 +62,18 @@ def test_plot_without_data_fails(tmp_path):
         env=env(), capture_output=True, text=True)
     assert result.returncode == 1
     assert "no plans or runs" in result.stderr
+
+
+def test_compare_geometries_writes_results_and_charts(tmp_path):
+    script = ROOT / "python" / "examples" / "compare_geometries.py"
+    subprocess.run(
+        [sys.executable, str(script), "-o", str(tmp_path),
+         "--trace-requests", "20", "--geometry", "256/256/256",
+         "--geometry", "2048/256/256"],
+        env=env(), capture_output=True, text=True, check=True)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert [p["geometry"] for p in results["plans"]] == [
+        "256/256/256", "2048/256/256"]
+    assert [r["geometry"] for r in results["runs"]] == [
+        "256/256/256", "2048/256/256"]
+    assert (tmp_path / "hit_ratio.png").stat().st_size > 1000
