@@ -154,11 +154,14 @@ class KVCacheManager:
         forgets a lookup it never adopted. Raises hkv.UsageError for a
         request holding nothing."""
         rid = request.request_id
-        self._boundaries.pop(rid, None)
-        if self._hits.pop(rid, None) is not None and rid not in self._held:
+        if rid not in self._held and rid in self._hits:
+            del self._hits[rid]  # looked up, never admitted
+            self._boundaries.pop(rid, None)
             return
-        self.cache.free(request.id)
+        self.cache.free(request.id)  # UsageError when it holds nothing
         self._held.discard(rid)
+        self._hits.pop(rid, None)
+        self._boundaries.pop(rid, None)
         request.num_computed_tokens = 0
 
     def take_copies(self):
