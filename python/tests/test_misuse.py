@@ -85,3 +85,20 @@ def test_plan_misuse():
         hkv.plan("no-such-model", budget="8GiB", context=8192)
     with pytest.raises(hkv.Error):
         hkv.plan("llama-3.1-8b", budget="8 parsecs", context=8192)
+
+
+def test_extra_keys_isolate_requests(kv):
+    prompt = list(range(40))
+    base = kv.make_request("a", prompt)
+    kv.get_computed_blocks(base)
+    kv.allocate_slots(base, 40)
+    kv.commit(base, 40)
+    same = kv.make_request("b", prompt)
+    salted = kv.make_request("c", prompt, cache_salt="tenant-2")
+    lora = kv.make_request("d", prompt, lora_name="adapter")
+    image = kv.make_request("e", prompt,
+                            mm_features=[hkv.MultimodalItem("img", 4, 8)])
+    assert kv.get_computed_blocks(same)[1] == 32
+    for r in (salted, lora, image):
+        assert kv.get_computed_blocks(r)[1] == 0
+        kv.free(r)  # looked up, never admitted: forgotten
