@@ -54,8 +54,9 @@ class KVCacheManager:
         for key in ("max_model_len", "max_in_flight_tokens",
                     "retention_interval"):
             if limits.get(key) is not None:
-                setattr(config, key, limits.pop(key))
-        if any(v is not None for v in limits.values()):
+                setattr(config, key, limits[key])
+            limits.pop(key, None)
+        if limits:
             raise _hkv.UsageError(f"unknown options {sorted(limits)}")
         self.cache = _hkv.CacheManager(config)  # the C++ API, 1:1
         self._hits = {}  # request_id -> CacheHit awaiting adoption

@@ -102,3 +102,11 @@ def test_extra_keys_isolate_requests(kv):
     for r in (salted, lora, image):
         assert kv.get_computed_blocks(r)[1] == 0
         kv.free(r)  # looked up, never admitted: forgotten
+
+
+def test_unknown_manager_option():
+    with pytest.raises(hkv.UsageError, match="unknown options"):
+        hkv.KVCacheManager(groups="full:16", num_blocks=11, max_len=None)
+    kv = hkv.KVCacheManager(groups="full:16", num_blocks=11,
+                            max_model_len=64, retention_interval=None)
+    assert kv.num_free_blocks == 10
