@@ -1,0 +1,84 @@
+"""hkv from Python: the KV-cache manager in an engine scheduler's vocabulary,
+the capacity planner, Mooncake traces and the C++ replay, and charts.
+
+The compiled part is ``hkv._hkv`` (target ``hkv_py``), which CMake writes to
+``build/<preset>/python/hkv/``; this package lives in ``python/hkv/``. With
+both directories on ``PYTHONPATH`` (build directory first)::
+
+    PYTHONPATH=build/release/python:python /usr/bin/python3 -c "import hkv"
+
+Errors: caller bugs (an unknown request, a double free, a bad group list
+option) raise ``hkv.UsageError``; bad input (an invalid config, an infeasible
+plan, a malformed trace) raises ``hkv.Error``. Both are ``ValueError``s.
+"""
+
+import pkgutil
+
+# The compiled module sits in a second hkv/ directory (the build tree).
+__path__ = pkgutil.extend_path(__path__, __name__)
+
+from hkv import _hkv  # noqa: E402
+from hkv._hkv import (  # noqa: E402,F401
+    BlockCopy,
+    BlockRemoved,
+    BlockStored,
+    AllBlocksCleared,
+    CacheHit,
+    Error,
+    ExtraKey,
+    GroupKind,
+    GroupSpec,
+    KeyFunction,
+    MissCause,
+    MultimodalItem,
+    NewBlocks,
+    PrefixCacheStats,
+    StateExport,
+    TraceRequest,
+    UsageError,
+    mooncake_tokens,
+    parse_group_list,
+    preset_names,
+    read_mooncake_trace,
+    replay,
+)
+from hkv.kv_cache_manager import KVCacheManager  # noqa: E402,F401
+from hkv.manager import (  # noqa: E402,F401
+    KVCacheBlocks,
+    Request,
+    make_group,
+    make_groups,
+)
+from hkv.planner import plan, plan_report  # noqa: E402,F401
+
+__all__ = [
+    "AllBlocksCleared",
+    "BlockCopy",
+    "BlockRemoved",
+    "BlockStored",
+    "CacheHit",
+    "Error",
+    "ExtraKey",
+    "GroupKind",
+    "GroupSpec",
+    "KVCacheBlocks",
+    "KVCacheManager",
+    "KeyFunction",
+    "MissCause",
+    "MultimodalItem",
+    "NewBlocks",
+    "PrefixCacheStats",
+    "Request",
+    "StateExport",
+    "TraceRequest",
+    "UsageError",
+    "make_group",
+    "make_groups",
+    "mooncake_tokens",
+    "parse_group_list",
+    "plan",
+    "plan_report",
+    "preset_names",
+    "read_mooncake_trace",
+    "replay",
+]

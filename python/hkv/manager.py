@@ -1,0 +1,210 @@
+"""The cache manager in an engine scheduler's vocabulary.
+
+``KVCacheManager`` wraps ``hkv._hkv.CacheManager`` (the C++ API, bound 1:1)
+with the calls a serving engine's scheduler makes: ``get_computed_blocks``
+for new requests, ``allocate_slots`` every step, ``commit`` when a chunk's
+results are back, ``free`` when a request finishes. It keeps only what the
+C++ API leaves to its caller: each request's lookup result until the
+allocation that adopts it, and which requests hold blocks.
+
+Not thread-safe: one scheduler thread drives a manager (the C++ calls
+release the GIL, so other Python threads run meanwhile).
+
+Example::
+
+    kv = hkv.KVCacheManager(groups="full:16", num_blocks=1024)
+    r = kv.make_request("req-1", prompt_token_ids)
+    blocks, hit = kv.get_computed_blocks(r)
+    new = kv.allocate_slots(r, r.num_tokens - hit)
+    if new is not None:
+        ...                      # run kv.take_copies(), then the model
+        kv.commit(r, r.num_tokens)
+        kv.finish_step()
+    kv.free(r)
+"""
+
+import itertools
+
+from hkv import _hkv
+
+_KINDS = {
+    "full": _hkv.GroupKind.FULL_ATTENTION,
+    "full_attention": _hkv.GroupKind.FULL_ATTENTION,
+    "sliding": _hkv.GroupKind.SLIDING_WINDOW,
+    "sliding_window": _hkv.GroupKind.SLIDING_WINDOW,
+    "chunked": _hkv.GroupKind.CHUNKED_LOCAL,
+    "chunked_local": _hkv.GroupKind.CHUNKED_LOCAL,
+    "recurrent": _hkv.GroupKind.RECURRENT,
+    "mamba": _hkv.GroupKind.RECURRENT,
+    "scratch": _hkv.GroupKind.SCRATCH,
+}
+_MODES = {
+    "align": _hkv.RecurrentMode.ALIGN,
+    "all": _hkv.RecurrentMode.ALL,
+    "none": _hkv.RecurrentMode.NONE,
+}
+# Dict keys (the group-list options' names are accepted too) -> GroupSpec
+# fields taking plain numbers.
+_NUMBER_FIELDS = {
+    "block_size": "block_size",
+    "window": "sliding_window",
+    "sliding_window": "sliding_window",
+    "output_window": "output_window",
+    "chunk": "chunk_size",
+    "chunk_size": "chunk_size",
+    "spec": "speculative_blocks",
+    "speculative_blocks": "speculative_blocks",
+    "blocks": "scratch_blocks",
+    "scratch_blocks": "scratch_blocks",
+    "checkpoint_blocks": "checkpoint_blocks",
+}
+
+
+def _enum(table, value, what):
+    if not isinstance(value, str):
+        return value
+    try:
+        return table[value]
+    except KeyError:
+        raise _hkv.UsageError(
+            f"unknown {what} {value!r} (one of {', '.join(table)})"
+        ) from None
+
+
+def _set_field(group, key, value):
+    if key in _NUMBER_FIELDS:
+        setattr(group, _NUMBER_FIELDS[key], int(value))
+    elif key in ("mode", "recurrent_mode"):
+        group.recurrent_mode = _enum(_MODES, value, "recurrent mode")
+    elif key == "eagle":
+        group.speculation = (
+            _hkv.Speculation.EAGLE if value else _hkv.Speculation.NONE
+        )
+    elif key == "speculation":
+        group.speculation = value
+    elif key == "replicated":
+        group.dcp_layout = (
+            _hkv.DcpLayout.REPLICATED if value else _hkv.DcpLayout.SHARDED
+        )
+    elif key == "dcp_layout":
+        group.dcp_layout = value
+    elif key == "export":
+        group.checkpoint_blocks = 1 if value else 0
+    else:
+        raise _hkv.UsageError(f"unknown group field {key!r}")
+
+
+def make_group(spec):
+    """One cache group from a ``GroupSpec``, a group-list entry such as
+    ``"sliding:16:window=4096"``, a dict (``{"kind": "sliding",
+    "block_size": 16, "window": 4096}``; keys are GroupSpec's fields or the
+    group-list options) or an object whose attributes are such keys."""
+    if isinstance(spec, _hkv.GroupSpec):
+        return spec
+    if isinstance(spec, str):
+        groups = _hkv.parse_group_list(spec)
+        if len(groups) != 1:
+            raise _hkv.UsageError(f"{spec!r} is not one group")
+        return groups[0]
+    fields = dict(spec) if isinstance(spec, dict) else dict(vars(spec))
+    group = _hkv.GroupSpec()
+    group.kind = _enum(_KINDS, fields.pop("kind", "full"), "group kind")
+    for key, value in fields.items():
+        _set_field(group, key, value)
+    return group
+
+
+def make_groups(groups):
+    """Cache groups from a group-list string (``"full:2048,recurrent:256"``,
+    the syntax of ``hkv replay --groups``) or a list of what make_group
+    takes."""
+    if isinstance(groups, str):
+        return _hkv.parse_group_list(groups)
+    return [make_group(g) for g in groups]
+
+
+class Request(_hkv.Request):
+    """A request's token ids (prompt, then accepted outputs) and the chained
+    keys of its complete hash units, which grow with the tokens.
+
+    Keys depend on the manager's key scheme: pass ``manager`` (or its
+    ``key_scheme``), or call ``manager.make_request(...)``. ``request_id`` is
+    any hashable; hkv numbers requests internally (``id``).
+    ``mm_features`` are ``(identifier, offset, length)`` triples or
+    ``MultimodalItem``s sorted by offset.
+    """
+
+    _next_id = itertools.count()
+
+    def __init__(self, request_id, prompt_token_ids, manager=None, *,
+                 key_scheme=None, lora_name=None, lora_id=None,
+                 cache_salt=None, mm_features=(),
+                 skip_reading_prefix_cache=False, full_events=False):
+        if key_scheme is None:
+            if manager is None:
+                raise _hkv.UsageError(
+                    "a Request needs its manager (or its key_scheme)")
+            key_scheme = manager.key_scheme
+        items = [m if isinstance(m, _hkv.MultimodalItem)
+                 else _hkv.MultimodalItem(*m) for m in mm_features]
+        extras = _hkv.KeyExtras(lora_name or "", items, cache_salt or "")
+        super().__init__(
+            next(Request._next_id), prompt_token_ids, key_scheme, extras,
+            _hkv.CacheRead.SKIPPED if skip_reading_prefix_cache
+            else _hkv.CacheRead.ALLOWED,
+            lora_id,
+            _hkv.EventReport.FULL if full_events
+            else _hkv.EventReport.INCREMENTAL)
+        self.request_id = request_id
+        # Tokens whose KV is computed (hit included); commit() sets it.
+        self.num_computed_tokens = 0
+
+    def append_output_token_ids(self, token_ids):
+        """Appends accepted output tokens (an int or a list); keys the hash
+        units they complete."""
+        if isinstance(token_ids, int):
+            token_ids = [token_ids]
+        self.append_tokens(token_ids)
+
+    @property
+    def all_token_ids(self):
+        return self.tokens
+
+    @property
+    def num_output_tokens(self):
+        return self.num_tokens - self.num_prompt_tokens
+
+    def __repr__(self):
+        return (f"Request({self.request_id!r}, {self.num_tokens} tokens, "
+                f"{self.num_computed_tokens} computed)")
+
+
+class KVCacheBlocks:
+    """Blocks per cache group: a lookup's hit or an allocation's new blocks.
+    Block ids are converted to Python lists only when asked for."""
+
+    __slots__ = ("_source",)
+
+    def __init__(self, source):
+        self._source = source  # CacheHit or NewBlocks
+
+    def get_block_ids(self):
+        """A tuple with one list of block ids per group (0: the null block,
+        a position the group does not need)."""
+        return tuple(self._source.blocks)
+
+    @property
+    def state_exports(self):
+        """States the step's recurrent kernel must leave (new blocks only)."""
+        return getattr(self._source, "state_exports", [])
+
+    @property
+    def raw(self):
+        """The CacheHit or NewBlocks behind these blocks."""
+        return self._source
+
+    def __len__(self):
+        return sum(len(g) for g in self._source.blocks)
+
+    def __repr__(self):
+        return f"KVCacheBlocks({list(self.get_block_ids())})"

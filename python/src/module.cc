@@ -1,0 +1,57 @@
+// The hkv Python module's entry point and its exceptions: hkv.UsageError
+// for caller bugs (hkv::UsageError, a std::logic_error) and hkv.Error for
+// Result errors (bad input, an infeasible plan); both are ValueErrors, so a
+// misuse never aborts the interpreter.
+#include "bindings.h"
+
+namespace hkv::python {
+
+namespace {
+
+const char* ErrorCodeName(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kInfeasible:
+      return "infeasible";
+    case ErrorCode::kIoError:
+      return "io_error";
+    case ErrorCode::kCorruption:
+      return "corruption";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+void BindErrors(py::module_& m) {
+  static py::exception<UsageError> usage_error(m, "UsageError",
+                                               PyExc_ValueError);
+  static py::exception<ResultError> result_error(m, "Error", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr thrown) {
+    try {
+      if (thrown) std::rethrow_exception(thrown);
+    } catch (const UsageError& e) {
+      usage_error(e.what());
+    } catch (const ResultError& e) {
+      // The code goes first, so callers can tell "infeasible" apart.
+      const std::string text =
+          std::string(ErrorCodeName(e.code())) + ": " + e.what();
+      result_error(text.c_str());
+    }
+  });
+}
+
+}  // namespace hkv::python
+
+PYBIND11_MODULE(_hkv, m) {
+  m.doc() = "hkv's C++ API, bound 1:1; use the hkv package on top of it.";
+  hkv::python::BindErrors(m);
+  hkv::python::BindRequest(m);
+  hkv::python::BindCacheManager(m);
+  hkv::python::BindEvents(m);
+  hkv::python::BindPlanner(m);
+  hkv::python::BindTrace(m);
+}

@@ -1,0 +1,96 @@
+// Bindings of hkv/mooncake_trace.h and hkv/replay.h: Mooncake traces, their
+// synthetic prompts, and the C++ replay (the reference the Python engine
+// example is checked against). Reading and replaying run without the GIL.
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "hkv/mooncake_trace.h"
+#include "hkv/replay.h"
+
+namespace hkv::python {
+namespace {
+
+void BindTraceRequest(py::module_& m) {
+  py::class_<TraceRequest>(m, "TraceRequest")
+      .def(py::init<std::uint64_t, std::uint32_t, std::uint32_t,
+                    std::vector<std::uint64_t>>(),
+           py::arg("timestamp_ms"), py::arg("input_length"),
+           py::arg("output_length"), py::arg("hash_ids"))
+      .def_readwrite("timestamp_ms", &TraceRequest::timestamp_ms)
+      .def_readwrite("input_length", &TraceRequest::input_length)
+      .def_readwrite("output_length", &TraceRequest::output_length)
+      .def_readwrite("hash_ids", &TraceRequest::hash_ids);
+  m.def(
+      "read_mooncake_trace",
+      [](const std::string& path) {
+        py::gil_scoped_release release;
+        return ValueOrThrow(ReadMooncakeTrace(path));
+      },
+      py::arg("path"));
+  m.def("mooncake_tokens", &MooncakeTokens, py::arg("request"));
+}
+
+ReplayOptions ToReplayOptions(const py::kwargs& kwargs) {
+  ReplayOptions o;
+  for (const auto& [key, value] : kwargs) {
+    const std::string name = key.cast<std::string>();
+    if (name == "block_size") {
+      o.block_size = value.cast<std::uint32_t>();
+    } else if (name == "hash_unit") {
+      o.hash_unit = value.cast<std::uint32_t>();
+    } else if (name == "key_function") {
+      o.key_function = value.cast<KeyFunction>();
+    } else if (name == "capacity_tokens") {
+      o.capacity_tokens = value.cast<std::optional<std::uint64_t>>();
+    } else if (name == "groups") {
+      o.groups = value.cast<std::vector<GroupSpec>>();
+    } else if (name == "dcp") {
+      o.dcp = value.cast<std::uint32_t>();
+    } else if (name == "max_num_batched_tokens") {
+      o.max_num_batched_tokens = value.cast<std::uint32_t>();
+    } else if (name == "retention_interval") {
+      o.retention_interval = value.cast<std::optional<std::uint32_t>>();
+    } else {
+      throw py::type_error("replay() got an unexpected keyword " + name);
+    }
+  }
+  return o;
+}
+
+void BindReplay(py::module_& m) {
+  py::class_<GroupResidency>(m, "GroupResidency")
+      .def_readonly("kind", &GroupResidency::kind)
+      .def_readonly("block_size", &GroupResidency::block_size)
+      .def_readonly("cached_blocks", &GroupResidency::cached_blocks);
+  py::class_<ReplayResult>(m, "ReplayResult")
+      .def_readonly("requests", &ReplayResult::requests)
+      .def_readonly("prompt_tokens", &ReplayResult::prompt_tokens)
+      .def_readonly("hit_tokens", &ReplayResult::hit_tokens)
+      .def_readonly("evicted_blocks", &ReplayResult::evicted_blocks)
+      .def_readonly("rejected_requests", &ReplayResult::rejected_requests)
+      .def_readonly("lookup_ns_median", &ReplayResult::lookup_ns_median)
+      .def_readonly("lookup_ns_p99", &ReplayResult::lookup_ns_p99)
+      .def_readonly("groups", &ReplayResult::groups)
+      .def_readonly("speculative_rewind", &ReplayResult::speculative_rewind)
+      .def_readonly("no_checkpoint", &ReplayResult::no_checkpoint)
+      .def_readonly("window_not_covered", &ReplayResult::window_not_covered)
+      .def_readonly("evicted", &ReplayResult::evicted);
+  m.def(
+      "replay",
+      [](const std::vector<TraceRequest>& trace, const py::kwargs& kwargs) {
+        const ReplayOptions options = ToReplayOptions(kwargs);
+        py::gil_scoped_release release;
+        return ValueOrThrow(Replay(trace, options));
+      },
+      py::arg("trace"));
+}
+
+}  // namespace
+
+void BindTrace(py::module_& m) {
+  BindTraceRequest(m);
+  BindReplay(m);
+}
+
+}  // namespace hkv::python

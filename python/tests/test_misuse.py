@@ -1,0 +1,112 @@
+"""Misuse raises a ValueError subclass (hkv.UsageError for caller bugs,
+hkv.Error for bad input) and leaves the manager usable."""
+import pytest
+
+import hkv
+
+
+@pytest.fixture
+def kv():
+    return hkv.KVCacheManager(groups="full:16", num_blocks=11)
+
+
+def test_exceptions_are_value_errors():
+    assert issubclass(hkv.UsageError, ValueError)
+    assert issubclass(hkv.Error, ValueError)
+
+
+def test_free_of_a_request_holding_nothing(kv):
+    r = kv.make_request("r", list(range(20)))
+    with pytest.raises(hkv.UsageError, match="holds no blocks"):
+        kv.free(r)
+
+
+def test_double_free(kv):
+    r = kv.make_request("r", list(range(20)))
+    kv.get_computed_blocks(r)
+    kv.allocate_slots(r, 20)
+    kv.free(r)
+    with pytest.raises(hkv.UsageError):
+        kv.free(r)
+    assert kv.num_free_blocks == 10
+
+
+def test_commit_beyond_the_blocks_held(kv):
+    r = kv.make_request("r", list(range(40)))
+    kv.get_computed_blocks(r)
+    kv.allocate_slots(r, 16)
+    with pytest.raises(hkv.UsageError):
+        kv.commit(r, 40)
+
+
+def test_request_keyed_with_another_scheme(kv):
+    other = hkv.KVCacheManager(groups="full:32", num_blocks=11)
+    r = other.make_request("r", list(range(40)))
+    with pytest.raises(hkv.UsageError):
+        kv.allocate_slots(r, 40)
+    assert kv.num_free_blocks == 10
+
+
+def test_request_needs_a_key_scheme():
+    with pytest.raises(hkv.UsageError):
+        hkv.Request("r", [1, 2, 3])
+
+
+def test_bad_configs():
+    with pytest.raises(hkv.Error, match="sliding needs window"):
+        hkv.KVCacheManager(groups="full:16,sliding:16", num_blocks=11)
+    with pytest.raises(hkv.Error):
+        hkv.KVCacheManager(groups="full:16", num_blocks=11, hash_unit=5)
+    with pytest.raises(hkv.UsageError, match="unknown group field"):
+        hkv.KVCacheManager(groups=[{"kind": "full", "bloc_size": 16}],
+                           num_blocks=11)
+    with pytest.raises(hkv.UsageError, match="unknown group kind"):
+        hkv.make_group({"kind": "fulll"})
+    with pytest.raises(ValueError):
+        hkv.KVCacheManager(groups="full:16", num_blocks=11,
+                           key_function="md5")
+
+
+def test_short_pool_is_a_value_not_an_error(kv):
+    r = kv.make_request("r", list(range(200)))
+    kv.get_computed_blocks(r)
+    assert kv.allocate_slots(r, 200) is None
+    assert kv.num_free_blocks == 10
+
+
+def test_plan_misuse():
+    with pytest.raises(hkv.UsageError, match="bad geometry"):
+        hkv.plan("llama-3.1-8b", budget="8GiB", context=8192,
+                 geometries=["16/16"])
+    with pytest.raises(hkv.Error, match="infeasible"):
+        hkv.plan("glm53-flash-like", tp=2, budget="1GiB", context=262144,
+                 geometries=["2048/256/256"])
+    with pytest.raises(hkv.Error, match="not_found"):
+        hkv.plan("no-such-model", budget="8GiB", context=8192)
+    with pytest.raises(hkv.Error):
+        hkv.plan("llama-3.1-8b", budget="8 parsecs", context=8192)
+
+
+def test_extra_keys_isolate_requests(kv):
+    prompt = list(range(40))
+    base = kv.make_request("a", prompt)
+    kv.get_computed_blocks(base)
+    kv.allocate_slots(base, 40)
+    kv.commit(base, 40)
+    same = kv.make_request("b", prompt)
+    salted = kv.make_request("c", prompt, cache_salt="tenant-2")
+    lora = kv.make_request("d", prompt, lora_name="adapter")
+    image = kv.make_request("e", prompt,
+                            mm_features=[hkv.MultimodalItem("img", 4, 8)])
+    assert kv.get_computed_blocks(same)[1] == 32
+    for r in (salted, lora, image):
+        assert kv.get_computed_blocks(r)[1] == 0
+        kv.free(r)  # looked up, never admitted: forgotten
+
+
+def test_unknown_manager_option():
+    with pytest.raises(hkv.UsageError, match="unknown options"):
+        hkv.KVCacheManager(groups="full:16", num_blocks=11, max_len=None)
+    kv = hkv.KVCacheManager(groups="full:16", num_blocks=11,
+                            max_model_len=64, retention_interval=None)
+    assert kv.num_free_blocks == 10
