@@ -1,5 +1,6 @@
 """hkv from Python: the KV-cache manager in an engine scheduler's vocabulary,
-the capacity planner, Mooncake traces and the C++ replay, and charts.
+the capacity planner, the engine simulator, Mooncake traces and the C++
+replay, and charts.
 
 The compiled part is ``hkv._hkv`` (target ``hkv_py``), which CMake writes to
 ``build/<preset>/python/hkv/``; this package lives in ``python/hkv/``. With
@@ -51,6 +52,14 @@ from hkv.manager import (  # noqa: E402,F401
 )
 from hkv.planner import plan, plan_report  # noqa: E402,F401
 
+if hasattr(_hkv, "simulate_json"):  # built with the CLI's simulator
+    from hkv.simulator import (  # noqa: E402,F401
+        compare,
+        plot_run,
+        plot_runs,
+        simulate,
+    )
+
 __all__ = [
     "AllBlocksCleared",
     "BlockCopy",
@@ -78,6 +87,10 @@ __all__ = [
     "parse_group_list",
     "plan",
     "plan_report",
+    "plot_run",
+    "plot_runs",
+    "simulate",
+    "compare",
     "preset_names",
     "read_mooncake_trace",
     "replay",

@@ -33,12 +33,21 @@ CAPACITY_PANELS = (  # (key in a pool's figures, axis label, scale)
 POOLS = (("shared", "shared pool"), ("per_group", "per-group pools"))
 
 
+def _is_simulator_report(data):
+    reports = data if isinstance(data, list) else [data]
+    return bool(reports) and all(isinstance(r, dict) and "table" in r
+                                 and "label" in r for r in reports)
+
+
 def load(paths):
     """Merges the files: {"title", "plans", "runs"}."""
     merged = {"title": "", "plans": [], "runs": []}
     for path in paths:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
+        if _is_simulator_report(data):  # hkv simulate/compare --json
+            from hkv.simulator import plot_runs
+            data = plot_runs(data)
         if not isinstance(data, dict):
             raise ValueError(f"{path}: want a JSON object")
         merged["plans"] += data.get("plans", [])

@@ -59,11 +59,6 @@ void RegisterSimulate(CLI::App& app);
 int RunSimulate(const SimCommandOptions& options);
 
 // `hkv compare ...`: several configurations on one workload.
-struct CompareCommandOptions {
-  SimCommandOptions sim;
-  std::vector<std::string> configs;  // --config, repeated
-  std::string vary;                  // --vary NAME=V1,V2,...
-};
 void RegisterCompare(CLI::App& app);
 int RunCompare(const CompareCommandOptions& options);
 

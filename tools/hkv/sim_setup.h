@@ -56,6 +56,13 @@ struct SimCommandOptions {
   bool csv = false;
 };
 
+// `hkv compare`: several configurations on one workload.
+struct CompareCommandOptions {
+  SimCommandOptions sim;
+  std::vector<std::string> configs;  // --config, repeated
+  std::string vary;                  // --vary NAME=V1,V2,...
+};
+
 // `key=value` items separated by `separator`; an item without '=' is
 // stored under "". kInvalidArgument for a key given twice.
 using KeyValues = std::map<std::string, std::string>;

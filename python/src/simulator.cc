@@ -1,0 +1,115 @@
+// Bindings of the engine simulator as `hkv simulate` and `hkv compare` run
+// it (tools/hkv/sim_run.h): options by name, results as the commands' JSON
+// reports. Simulation runs without the GIL.
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "sim_run.h"
+
+namespace hkv::python {
+namespace {
+
+using cli::SimCommandOptions;
+
+// A setter of one SimCommandOptions field from a Python value.
+using Setter = std::function<void(SimCommandOptions&, py::handle)>;
+
+template <typename T>
+Setter Field(T SimCommandOptions::*field) {
+  return
+      [field](SimCommandOptions& o, py::handle v) { o.*field = v.cast<T>(); };
+}
+
+const std::map<std::string, Setter>& Setters() {
+  static const std::map<std::string, Setter> setters = {
+      {"workload", Field(&SimCommandOptions::workload)},
+      {"limit", Field(&SimCommandOptions::limit)},
+      {"time_scale", Field(&SimCommandOptions::time_scale)},
+      {"duration_s", Field(&SimCommandOptions::duration_s)},
+      {"groups", Field(&SimCommandOptions::groups)},
+      {"hash_unit", Field(&SimCommandOptions::hash_unit)},
+      {"num_blocks", Field(&SimCommandOptions::num_blocks)},
+      {"capacity_tokens", Field(&SimCommandOptions::capacity_tokens)},
+      {"dcp", Field(&SimCommandOptions::dcp)},
+      {"retention_interval", Field(&SimCommandOptions::retention_interval)},
+      {"key_function", Field(&SimCommandOptions::key_function)},
+      {"model", Field(&SimCommandOptions::model)},
+      {"tp", Field(&SimCommandOptions::tp)},
+      {"budget_gib", Field(&SimCommandOptions::budget_gib)},
+      {"geometry", Field(&SimCommandOptions::geometry)},
+      {"max_batched_tokens", Field(&SimCommandOptions::max_batched_tokens)},
+      {"max_num_seqs", Field(&SimCommandOptions::max_num_seqs)},
+      {"long_prefill_threshold",
+       Field(&SimCommandOptions::long_prefill_threshold)},
+      {"concurrency", Field(&SimCommandOptions::concurrency)},
+      {"open_loop", Field(&SimCommandOptions::open_loop)},
+      {"spec_drafts", Field(&SimCommandOptions::spec_drafts)},
+      {"spec_acceptance", Field(&SimCommandOptions::spec_acceptance)},
+      {"spec_lookahead", Field(&SimCommandOptions::spec_lookahead)},
+      {"seed", Field(&SimCommandOptions::seed)},
+      {"cost_model", Field(&SimCommandOptions::cost_model)},
+      {"cost_file", Field(&SimCommandOptions::cost_file)},
+      {"cost", Field(&SimCommandOptions::cost)},
+  };
+  return setters;
+}
+
+SimCommandOptions OptionsFrom(const py::dict& given) {
+  SimCommandOptions options;
+  for (const auto& [key, value] : given) {
+    const std::string name = key.cast<std::string>();
+    auto it = Setters().find(name);
+    if (it == Setters().end()) {
+      throw UsageError("unknown simulator option \"" + name + "\"");
+    }
+    try {
+      it->second(options, value);
+    } catch (const py::cast_error&) {
+      throw UsageError("simulator option \"" + name + "\" has the wrong type");
+    }
+  }
+  return options;
+}
+
+// The runs as the commands' JSON: one report per configuration.
+std::string ReportsJson(const Result<cli::SimRuns>& runs) {
+  if (!runs) throw ResultError(runs.error());
+  nlohmann::json out = nlohmann::json::array();
+  for (const cli::SimReport& r : runs->Reports()) {
+    out.push_back(cli::ReportJson(r));
+  }
+  return out.dump();
+}
+
+}  // namespace
+
+void BindSimulator(py::module_& m) {
+  m.def(
+      "simulate_json",
+      [](const py::dict& options) {
+        const SimCommandOptions o = OptionsFrom(options);
+        py::gil_scoped_release release;
+        return ReportsJson(cli::RunSimulation(o, {}));
+      },
+      py::arg("options"),
+      "Runs `hkv simulate` with the options (SimCommandOptions field names) "
+      "and returns its JSON reports (a list of one)");
+  m.def(
+      "compare_json",
+      [](const py::dict& options, std::vector<std::string> configs,
+         std::string vary) {
+        cli::CompareCommandOptions o{.sim = OptionsFrom(options),
+                                     .configs = std::move(configs),
+                                     .vary = std::move(vary)};
+        py::gil_scoped_release release;
+        return ReportsJson(cli::RunComparison(o, {}));
+      },
+      py::arg("options"), py::arg("configs"), py::arg("vary"),
+      "Runs `hkv compare` and returns its JSON reports, one per column");
+}
+
+}  // namespace hkv::python

@@ -1,0 +1,71 @@
+"""hkv.simulate / hkv.compare run what the CLI runs, and their reports draw
+charts through python3 -m hkv.plot."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+import hkv
+from conftest import BUILD, ROOT
+
+FANOUT = dict(workload="fanout:requests=8,prefix=4096",
+              groups="full:2048,recurrent:256", hash_unit=256,
+              num_blocks=500)
+
+
+def cli(*args):
+    out = subprocess.run([str(BUILD / "tools" / "hkv" / "hkv"), *args],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def test_simulate_matches_the_cli():
+    report = hkv.simulate(**FANOUT)
+    assert report["table"]["prompt_tokens"] == "36864"
+    assert report["table"]["reused_tokens"] == "24576"
+    expected = cli("simulate", "--workload", FANOUT["workload"], "--groups",
+                   FANOUT["groups"], "--hash-unit", "256", "--num-blocks",
+                   "500", "--json")
+    for key in ("reused_tokens", "computed_tokens", "steps", "ttft_s_p50"):
+        assert report["table"][key] == expected["table"][key], key
+    assert report["times_are_modelled"] is True
+
+
+def test_compare_runs_the_built_in_comparison():
+    reports = hkv.compare(limit=40)
+    assert [r["label"] for r in reports] == ["256/256/256", "2048/2048/2048",
+                                             "2048/256/256"]
+    assert all(r["table"]["finished"] == "40" for r in reports)
+    varied = hkv.compare(vary="concurrency=1,4", **FANOUT)
+    assert [r["label"] for r in varied] == ["concurrency=1", "concurrency=4"]
+
+
+def test_misuse_raises():
+    with pytest.raises(hkv.UsageError, match="unknown simulator option"):
+        hkv.simulate(bogus=1)
+    with pytest.raises(hkv.UsageError, match="wrong type"):
+        hkv.simulate(num_blocks="many")
+    with pytest.raises(hkv.Error, match="infeasible: .*cannot start"):
+        hkv.simulate(workload="repeat:prompt=5000", groups="full:256",
+                     num_blocks=7)
+
+
+def test_reports_become_charts(tmp_path):
+    reports = hkv.compare(limit=60)
+    runs = hkv.plot_runs(reports)
+    assert len(runs["runs"]) == 3
+    first = runs["runs"][0]
+    assert len(first["timeline"]["t_s"]) == len(first["timeline"]["hit_ratio"])
+    assert len(first["ttft_ms"]) == 60
+    assert all(t >= 0 for t in first["ttft_ms"])
+    # The CLI's JSON is valid plot input as it is.
+    path = tmp_path / "compare.json"
+    path.write_text(json.dumps(reports), encoding="utf-8")
+    env = {"PYTHONPATH": f"{BUILD / 'python'}:{ROOT / 'python'}"}
+    subprocess.run([sys.executable, "-m", "hkv.plot", str(path), "-o",
+                    str(tmp_path / "out")], check=True, env=env)
+    for name in ("ttft", "miss_causes"):
+        for ext in ("png", "svg"):
+            files = list((tmp_path / "out").glob(f"*{name}*.{ext}"))
+            assert files and all(f.stat().st_size > 0 for f in files), name

@@ -1,0 +1,133 @@
+#include "sim_run.h"
+
+#include <chrono>
+#include <sstream>
+#include <utility>
+
+namespace hkv::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The built-in comparison: three page geometries of the default deployment.
+constexpr const char* kDefaultGeometries[] = {"256/256/256", "2048/2048/2048",
+                                              "2048/256/256"};
+constexpr std::size_t kDefaultLimit = 2000;
+
+// One column of the output: a cache and the flags it runs under.
+struct Variant {
+  SimConfig config;
+  SimCommandOptions flags;
+};
+
+Result<SimRun> RunOne(SimConfig config, SimulationOptions engine,
+                      const std::vector<SimRequest>& workload,
+                      const SimProgress& progress) {
+  const Clock::time_point start = Clock::now();
+  engine.cache = config.cache;
+  if (progress) {
+    engine.progress = [&progress, label = config.label](std::size_t done,
+                                                        std::size_t total) {
+      progress(label, done, total);
+    };
+  }
+  Result<SimulationResult> result = Simulate(workload, engine);
+  if (!result) {
+    return Fail(result.error().code,
+                config.label + ": " + result.error().message);
+  }
+  const double wall =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  return SimRun{std::move(config), std::move(*result), wall};
+}
+
+// Runs each variant on the workload of `base`.
+Result<SimRuns> RunVariants(const SimCommandOptions& base,
+                            const std::vector<Variant>& variants,
+                            const SimProgress& progress) {
+  Result<std::vector<SimRequest>> workload = LoadWorkload(base);
+  if (!workload) return tl::unexpected(workload.error());
+  SimRuns runs{.workload = std::move(*workload)};
+  for (const Variant& v : variants) {
+    Result<SimulationOptions> engine = EngineFromFlags(v.flags);
+    if (!engine) return tl::unexpected(engine.error());
+    runs.cost_model = engine->cost.name;
+    Result<SimRun> run = RunOne(v.config, *engine, runs.workload, progress);
+    if (!run) return tl::unexpected(run.error());
+    runs.runs.push_back(std::move(*run));
+  }
+  return runs;
+}
+
+// --vary NAME=V1,V2,...: one variant per value, on the one --config (or the
+// flags' cache).
+Result<std::vector<Variant>> Varied(const CompareCommandOptions& options) {
+  const std::size_t eq = options.vary.find('=');
+  if (eq == std::string::npos || options.configs.size() > 1) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--vary wants NAME=V1,V2,... and at most one --config");
+  }
+  const std::string name = options.vary.substr(0, eq);
+  std::vector<Variant> variants;
+  std::stringstream values(options.vary.substr(eq + 1));
+  for (std::string value; std::getline(values, value, ',');) {
+    SimCommandOptions flags = options.sim;
+    if (Result<void> ok = SetSimOption(flags, name, value); !ok) {
+      return tl::unexpected(ok.error());
+    }
+    Result<SimConfig> config = options.configs.empty()
+                                   ? ConfigFromFlags(flags)
+                                   : ConfigFromSpec(options.configs[0], flags);
+    if (!config) return tl::unexpected(config.error());
+    config->label = name + "=" + value;
+    variants.push_back({std::move(*config), std::move(flags)});
+  }
+  return variants;
+}
+
+// The --config variants, or the built-in comparison.
+Result<std::vector<Variant>> Configured(const CompareCommandOptions& options,
+                                        SimCommandOptions& sim) {
+  std::vector<std::string> specs = options.configs;
+  if (specs.empty()) {
+    for (const char* g : kDefaultGeometries) {
+      specs.push_back(std::string("geometry=") + g + ";label=" + g);
+    }
+    if (sim.workload.empty() && !sim.limit) sim.limit = kDefaultLimit;
+  }
+  std::vector<Variant> variants;
+  for (const std::string& spec : specs) {
+    Result<SimConfig> config = ConfigFromSpec(spec, sim);
+    if (!config) return tl::unexpected(config.error());
+    variants.push_back({std::move(*config), sim});
+  }
+  return variants;
+}
+
+}  // namespace
+
+std::vector<SimReport> SimRuns::Reports() const {
+  std::vector<SimReport> reports;
+  for (const SimRun& run : runs) {
+    reports.push_back({run.config.label, &run.result, cost_model, run.wall_s});
+  }
+  return reports;
+}
+
+Result<SimRuns> RunSimulation(const SimCommandOptions& options,
+                              const SimProgress& progress) {
+  Result<SimConfig> config = ConfigFromFlags(options);
+  if (!config) return tl::unexpected(config.error());
+  return RunVariants(options, {{std::move(*config), options}}, progress);
+}
+
+Result<SimRuns> RunComparison(const CompareCommandOptions& options,
+                              const SimProgress& progress) {
+  SimCommandOptions sim = options.sim;
+  Result<std::vector<Variant>> variants =
+      options.vary.empty() ? Configured(options, sim) : Varied(options);
+  if (!variants) return tl::unexpected(variants.error());
+  return RunVariants(sim, *variants, progress);
+}
+
+}  // namespace hkv::cli
