@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,10 @@ struct DeploymentSpec {
   std::uint64_t budget_bytes = std::uint64_t{33} << 30;
   // The longest request planned for: one must fit the budget.
   std::uint64_t context_tokens = 262144;
+  // Draft tokens per decode step the engine runs with (recurrent groups
+  // keep as many speculative state blocks, and convolution states grow with
+  // them); unset: the model's draft.
+  std::optional<std::uint32_t> speculative_tokens = std::nullopt;
   // Page geometry, tokens per block on one rank.
   std::uint32_t target_block = 2048;
   std::uint32_t recurrent_block = 256;
@@ -44,7 +49,7 @@ struct DeploymentSpec {
 // The cache groups and block count of `spec`, as the capacity planner lays
 // them out in the shared pool: one group per planned group (attention at the
 // target block, DCP-sharded; recurrent states at the recurrent block, with
-// the draft's speculative tokens as speculative state blocks; groups holding
+// the engine's draft tokens as speculative state blocks; groups holding
 // draft layers feed an EAGLE-style draft), the planned blocks, the resolved
 // hash unit, xxh3 keys. Returns the planner's error (an unknown model, a
 // geometry it rejects, a budget that holds no request) otherwise.

@@ -13,7 +13,7 @@ namespace {
 
 // A planned group as a cache group.
 GroupSpec CacheGroup(const GroupPlan& group, const Plan& plan,
-                     const ModelSpec& model) {
+                     const ModelSpec& model, std::uint32_t speculative_tokens) {
   GroupSpec spec{
       .block_size = plan.geometry.target_block,
       .speculation = group.draft ? Speculation::kEagle : Speculation::kNone};
@@ -37,7 +37,7 @@ GroupSpec CacheGroup(const GroupPlan& group, const Plan& plan,
     case LayerKind::kRecurrent:
       spec.kind = GroupKind::kRecurrent;
       spec.block_size = plan.geometry.recurrent_block;
-      spec.speculative_blocks = model.draft.speculative_tokens;
+      spec.speculative_blocks = speculative_tokens;
       break;
   }
   return spec;
@@ -77,14 +77,16 @@ Result<void> ParsePageGeometry(std::string_view text, DeploymentSpec& spec) {
 Result<CacheConfig> ResolveCacheConfig(const DeploymentSpec& spec) {
   Result<ModelSpec> model = LoadPreset(spec.model);
   if (!model) return tl::unexpected(model.error());
-  Result<Plan> plan = PlanCapacity(*model,
-                                   {.target_block = spec.target_block,
-                                    .recurrent_block = spec.recurrent_block,
-                                    .hash_unit = spec.hash_unit},
-                                   {.tp = spec.tp,
-                                    .dcp = spec.dcp,
-                                    .budget_bytes = spec.budget_bytes,
-                                    .context_tokens = spec.context_tokens});
+  Result<Plan> plan =
+      PlanCapacity(*model,
+                   {.target_block = spec.target_block,
+                    .recurrent_block = spec.recurrent_block,
+                    .hash_unit = spec.hash_unit},
+                   {.tp = spec.tp,
+                    .dcp = spec.dcp,
+                    .budget_bytes = spec.budget_bytes,
+                    .context_tokens = spec.context_tokens,
+                    .speculative_tokens = spec.speculative_tokens});
   if (!plan) return tl::unexpected(plan.error());
   if (plan->shared.blocks > std::numeric_limits<std::uint32_t>::max()) {
     return Fail(ErrorCode::kInvalidArgument,
@@ -97,7 +99,9 @@ Result<CacheConfig> ResolveCacheConfig(const DeploymentSpec& spec) {
                .hash_unit = plan->geometry.hash_unit},
       .dcp = spec.dcp};
   for (const GroupPlan& group : plan->groups) {
-    config.groups.push_back(CacheGroup(group, *plan, *model));
+    config.groups.push_back(CacheGroup(
+        group, *plan, *model,
+        spec.speculative_tokens.value_or(model->draft.speculative_tokens)));
   }
   if (Result<void> ok = config.Validate(); !ok) {
     return tl::unexpected(ok.error());

@@ -198,7 +198,10 @@ Result<CacheConfig> CacheFromDeployment(const std::string& geometry,
                       .tp = o.tp,
                       .dcp = o.dcp,
                       .budget_bytes = static_cast<std::uint64_t>(
-                          std::llround(o.budget_gib * 1073741824.0))};
+                          std::llround(o.budget_gib * 1073741824.0)),
+                      // The engine's drafts, not the model's: without
+                      // speculative decoding no speculative states are kept.
+                      .speculative_tokens = o.spec_drafts};
   if (Result<void> ok = ParsePageGeometry(geometry, spec); !ok) {
     return tl::unexpected(ok.error());
   }
