@@ -79,7 +79,9 @@ void AddEngineOptions(CLI::App& sub, SimCommandOptions& o) {
       ->capture_default_str();
   sub.add_flag("--open-loop", o.open_loop,
                "Requests arrive at their trace times instead");
-  sub.add_option("--spec-drafts", o.spec_drafts, "Draft tokens per decode")
+  sub.add_option("--spec-drafts", o.spec_drafts,
+                 "Draft tokens per decode (a --model deployment is planned for "
+                 "as many speculative state blocks)")
       ->capture_default_str();
   sub.add_option("--spec-acceptance", o.spec_acceptance,
                  "Probability that each draft is accepted")
