@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -283,6 +284,28 @@ TEST(SimulatorTest, RejectsBadOptions) {
   options = Options("full:16", 16, 64);
   options.limits.max_num_batched_tokens = 0;
   EXPECT_FALSE(options.Validate().has_value());
+}
+
+// Per-group residency over the run: evenly spaced samples, at most 128, one
+// count per group, ending at what the run left cached.
+TEST(SimulatorTest, ResidencyIsSampledOverTheRun) {
+  const std::vector<SimRequest> w =
+      GenerateAgentSessions({.num_sessions = 6, .turns = 6});
+  SimulationOptions options = Options("full:256,recurrent:256", 256, 4000);
+  options.arrivals = ArrivalMode::kClosedLoop;
+  const SimulationResult r = Simulated(w, options);
+  ASSERT_GE(r.residency.size(), 2u);
+  EXPECT_LE(r.residency.size(), 128u);
+  for (std::size_t i = 1; i < r.residency.size(); ++i) {
+    EXPECT_GT(r.residency[i].time_s, r.residency[i - 1].time_s);
+    EXPECT_THAT(r.residency[i].cached_blocks, ::testing::SizeIs(2));
+  }
+  std::uint64_t most = 0;
+  for (const ResidencySample& s : r.residency) {
+    most = std::max(most, s.cached_blocks[0]);
+  }
+  EXPECT_GT(most, 0u);
+  EXPECT_LE(r.residency.back().time_s, r.makespan_s);
 }
 
 }  // namespace

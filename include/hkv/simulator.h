@@ -114,6 +114,12 @@ struct RequestMetrics {
   std::uint32_t preemptions = 0;
 };
 
+// Blocks holding a prefix key, per group (index = group id), at a time.
+struct ResidencySample {
+  double time_s = 0.0;
+  std::vector<std::uint64_t> cached_blocks = {};
+};
+
 struct UsageSample {
   double time_s = 0.0;
   double usage = 0.0;  // fraction of usable blocks in use
@@ -153,8 +159,10 @@ struct SimulationResult {
   double prompt_tokens_per_s = 0.0;
   double usage_mean = 0.0;  // time-weighted
   double usage_peak = 0.0;
-  std::vector<UsageSample> usage = {};  // at most 100 samples
-  std::vector<GroupResidency> groups = {};
+  std::vector<UsageSample> usage = {};      // at most 100 samples
+  std::vector<GroupResidency> groups = {};  // at the end
+  // Evenly spaced over the run, at most 128 samples.
+  std::vector<ResidencySample> residency = {};
   // [call][class] manager CPU time per call.
   std::array<std::array<CallTimes, kNumHitClasses>, kNumManagerCalls>
       manager_ns = {};

@@ -61,6 +61,10 @@ Result<void> Engine::Step() {
                                   static_cast<std::uint32_t>(running_.size()));
   Complete();
   stats_.RecordUsage(now_, step_s, cache_.usage());
+  if (stats_.ResidencyDue(now_)) {
+    stats_.RecordResidency(
+        {.time_s = now_, .cached_blocks = cache_.CachedBlocksPerGroup()});
+  }
   return {};
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "sim_util.h"
 
@@ -102,6 +103,23 @@ void SimStats::RecordUsage(double time_s, double step_s, double usage) {
   usage_time_sum_ += usage * step_s;
 }
 
+bool SimStats::ResidencyDue(double time_s) const {
+  return residency_.empty() ||
+         time_s >= residency_.back().time_s + residency_spacing_s_;
+}
+
+void SimStats::RecordResidency(ResidencySample sample) {
+  constexpr std::size_t kMaxSamples = 128;
+  residency_.push_back(std::move(sample));
+  if (residency_.size() <= kMaxSamples) return;
+  std::vector<ResidencySample> kept;
+  for (std::size_t i = 0; i < residency_.size(); i += 2) {
+    kept.push_back(std::move(residency_[i]));
+  }
+  residency_ = std::move(kept);
+  residency_spacing_s_ *= 2;
+}
+
 void SimStats::Summarize(SimulationResult& result) {
   SummarizeLatencies(result);
   const double span = result.makespan_s;
@@ -116,6 +134,7 @@ void SimStats::Summarize(SimulationResult& result) {
     result.usage_peak = std::max(result.usage_peak, s.usage);
   }
   result.usage = Downsample(usage_, span);
+  result.residency = residency_;
   for (std::size_t c = 0; c < kNumManagerCalls; ++c) {
     for (std::size_t h = 0; h < kNumHitClasses; ++h) {
       result.manager_ns[c][h] = Times(call_ns_[c][h]);

@@ -17,6 +17,11 @@ class SimStats {
   // The pool's usage after a step that ended at `time_s` and lasted
   // `step_s`.
   void RecordUsage(double time_s, double step_s, double usage);
+  // Whether a residency sample is due at `time_s`: samples are evenly
+  // spaced, at most 128, the spacing doubling (every other sample dropped)
+  // as the run grows.
+  bool ResidencyDue(double time_s) const;
+  void RecordResidency(ResidencySample sample);
 
   // Fills the latency, throughput, usage and call-time fields of `result`
   // from its per_request and makespan_s and what was recorded.
@@ -28,6 +33,8 @@ class SimStats {
       call_ns_;
   std::vector<UsageSample> usage_;
   double usage_time_sum_ = 0.0;  // usage x step seconds
+  std::vector<ResidencySample> residency_;
+  double residency_spacing_s_ = 1.0;
 };
 
 struct Capacity {

@@ -169,6 +169,9 @@ void AddSeries(nlohmann::json& out, const SimulationResult& r) {
   for (const UsageSample& s : r.usage) {
     out["kv_usage"].push_back({s.time_s, s.usage});
   }
+  for (const ResidencySample& s : r.residency) {
+    out["residency"].push_back({s.time_s, s.cached_blocks});
+  }
 }
 
 // Every row of any column, in the order first seen, and each column's
