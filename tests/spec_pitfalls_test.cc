@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "cache/commit_rules.h"
 #include "test_util.h"
 
 namespace hkv {
@@ -46,6 +47,25 @@ TEST(SpecPitfallsTest, Item01_HitBlocksAreAdoptedBeforeAnyAllocation) {
     EXPECT_EQ(std::count(second.begin(), second.end(), block), 0);
   }
   EXPECT_TRUE(cache.CheckInvariants());
+}
+
+// Item 7: sparse retention keeps, beside the hash-aligned resend position,
+// the scheduler-aligned one: a fine boundary alone may never have been
+// computed (chunks end on scheduler blocks).
+TEST(SpecPitfallsTest, Item07_ResendKeepsTheSchedulerAlignedFallback) {
+  const CacheConfig config{
+      .groups = {{.block_size = 8},
+                 {.kind = GroupKind::kRecurrent, .block_size = 8}},
+      .num_blocks = 16,
+      .keys = {.hash_unit = 2},
+      .retention_interval = 0};
+  const internal::CacheGeometry geometry = internal::ResolveGeometry(config);
+  ASSERT_EQ(geometry.alignment, 2u);
+  ASSERT_EQ(geometry.scheduler_block, 8u);
+  const KeyScheme scheme = *MakeKeyScheme(config.keys);
+  const Request r({.id = RequestId{1}}, Range(0, 27), scheme);
+  EXPECT_THAT(internal::ResendBoundaries(geometry, r),
+              ::testing::UnorderedElementsAre(26u, 24u));
 }
 
 // Item 11: after rejected drafts a request may need fewer blocks than it
