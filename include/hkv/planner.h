@@ -42,6 +42,10 @@ struct Geometry {
   [[nodiscard]] Result<void> Validate() const;
 };
 
+// Parses "T/R/U": three positive decimal token counts below 2^32. Returns
+// kInvalidArgument naming the text otherwise.
+[[nodiscard]] Result<Geometry> ParseGeometry(std::string_view text);
+
 struct PlanOptions {
   std::uint32_t tp = 1;              // tensor-parallel width
   std::uint32_t dcp = 1;             // decode-context-parallel width

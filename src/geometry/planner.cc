@@ -1,6 +1,7 @@
 #include "hkv/planner.h"
 
 #include <algorithm>
+#include <charconv>
 #include <numeric>
 
 #include "geometry/arith.h"
@@ -150,6 +151,27 @@ std::vector<std::uint32_t> LayerCounts(const internal::Grouping& grouping) {
 }
 
 }  // namespace
+
+Result<Geometry> ParseGeometry(std::string_view text) {
+  std::uint32_t values[3] = {};
+  std::string_view rest = text;
+  for (std::uint32_t& value : values) {
+    const std::size_t slash = rest.find('/');
+    const bool last = &value == &values[2];
+    const std::string_view part = last ? rest : rest.substr(0, slash);
+    const auto [end, ec] =
+        std::from_chars(part.data(), part.data() + part.size(), value);
+    if ((!last && slash == std::string_view::npos) || part.empty() ||
+        ec != std::errc() || end != part.data() + part.size() || value == 0) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  Cat("bad geometry \"", text,
+                      "\": want T/R/U (target block/recurrent block/hash "
+                      "unit, positive tokens)"));
+    }
+    if (!last) rest = rest.substr(slash + 1);
+  }
+  return Geometry{values[0], values[1], values[2]};
+}
 
 Result<void> Geometry::Validate() const {
   if (target_block == 0 || recurrent_block == 0) {

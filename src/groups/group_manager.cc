@@ -42,8 +42,7 @@ std::uint32_t GroupManager::NumBlocksToAllocate(
         std::min<std::uint64_t>(required, geometry_.admission_cap));
   }
   const auto held = static_cast<std::uint32_t>(table.blocks.size());
-  const std::uint32_t skipped =
-      SkippedTokens(demand.num_computed) / geometry_.block_size;
+  const std::uint32_t skipped = SkippedBlocks(demand.num_computed);
   const std::uint32_t local = static_cast<std::uint32_t>(hit.size()) + held;
   const std::uint32_t num_new =
       required - std::min(required, std::max(skipped, local));
@@ -53,8 +52,7 @@ std::uint32_t GroupManager::NumBlocksToAllocate(
 
 std::uint32_t GroupManager::EvictableHitBlocks(const AllocationDemand& demand,
                                                std::uint32_t held) const {
-  const std::uint32_t skipped =
-      SkippedTokens(demand.num_computed) / geometry_.block_size;
+  const std::uint32_t skipped = SkippedBlocks(demand.num_computed);
   const std::span<const BlockId> hit = demand.hit;
   std::uint32_t evictable = 0;
   for (std::size_t i = skipped > held ? skipped - held : 0; i < hit.size();
@@ -66,7 +64,7 @@ std::uint32_t GroupManager::EvictableHitBlocks(const AllocationDemand& demand,
 
 bool GroupManager::AdoptsPartialHit(const AllocationDemand& demand) const {
   const std::uint32_t b = geometry_.block_size;
-  return demand.hit.size() > SkippedTokens(demand.num_computed) / b &&
+  return demand.hit.size() > SkippedBlocks(demand.num_computed) &&
          demand.num_local_computed % b != 0;
 }
 
@@ -74,8 +72,7 @@ void GroupManager::AdoptHit(GroupTable& table, const AllocationDemand& demand) {
   HKV_DCHECK(table.blocks.empty());
   const std::span<const BlockId> hit = demand.hit;
   // Blocks the request no longer reads stay null, hit or not.
-  const std::uint32_t skipped =
-      SkippedTokens(demand.num_computed) / geometry_.block_size;
+  const std::uint32_t skipped = SkippedBlocks(demand.num_computed);
   table.blocks.assign(skipped, kNullBlock);
   for (std::size_t i = skipped; i < hit.size(); ++i) {
     pool_.Touch(hit[i]);
@@ -120,9 +117,9 @@ void GroupManager::AllocateNew(GroupTable& table,
 
 void GroupManager::RemoveSkippedBlocks(GroupTable& table,
                                        std::uint32_t num_processed) {
-  const std::uint32_t count = std::min<std::uint32_t>(
-      SkippedTokens(num_processed) / geometry_.block_size,
-      static_cast<std::uint32_t>(table.blocks.size()));
+  const std::uint32_t count =
+      std::min<std::uint32_t>(SkippedBlocks(num_processed),
+                              static_cast<std::uint32_t>(table.blocks.size()));
   std::vector<BlockId> released;
   for (std::uint32_t i = count; i-- > 0;) {
     if (table.blocks[i] == kNullBlock) break;  // freed by an earlier call

@@ -193,6 +193,11 @@ class GroupManager {
   void Free(GroupTable& table);
 
  protected:
+  // Whole blocks of the tokens a request no longer reads once
+  // `num_computed` tokens are computed.
+  std::uint32_t SkippedBlocks(std::uint32_t num_computed) const {
+    return SkippedTokens(num_computed) / geometry_.block_size;
+  }
   std::uint32_t BlocksFor(std::uint32_t num_tokens) const {
     return (num_tokens + geometry_.block_size - 1) / geometry_.block_size;
   }

@@ -1,7 +1,6 @@
 #include "hkv/deployment.h"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 #include <string>
 #include <vector>
@@ -52,25 +51,11 @@ Result<void> BadGeometry(std::string_view text) {
 }  // namespace
 
 Result<void> ParsePageGeometry(std::string_view text, DeploymentSpec& spec) {
-  std::uint32_t values[3] = {};
-  std::string_view rest = text;
-  for (int i = 0; i < 3; ++i) {
-    const std::size_t slash = rest.find('/');
-    const std::string_view part = i < 2 ? rest.substr(0, slash) : rest;
-    if ((i < 2 && slash == std::string_view::npos) || part.empty()) {
-      return BadGeometry(text);
-    }
-    const auto [end, ec] =
-        std::from_chars(part.data(), part.data() + part.size(), values[i]);
-    if (ec != std::errc() || end != part.data() + part.size() ||
-        values[i] == 0) {
-      return BadGeometry(text);
-    }
-    if (i < 2) rest = rest.substr(slash + 1);
-  }
-  spec.target_block = values[0];
-  spec.recurrent_block = values[1];
-  spec.hash_unit = values[2];
+  const Result<Geometry> geometry = ParseGeometry(text);
+  if (!geometry) return BadGeometry(text);
+  spec.target_block = geometry->target_block;
+  spec.recurrent_block = geometry->recurrent_block;
+  spec.hash_unit = geometry->hash_unit;
   return {};
 }
 

@@ -18,35 +18,6 @@
 namespace hkv::cli {
 namespace {
 
-// A positive decimal below 10^9, or 0.
-std::uint32_t ParseTokens(std::string_view text) {
-  if (text.empty() || text.size() > 9) return 0;
-  std::uint32_t value = 0;
-  for (const char c : text) {
-    if (c < '0' || c > '9') return 0;
-    value = value * 10 + static_cast<std::uint32_t>(c - '0');
-  }
-  return value;
-}
-
-// "T/R/U" with positive decimal numbers of tokens.
-Result<Geometry> ParseGeometry(std::string_view text) {
-  const std::size_t a = text.find('/');
-  const std::size_t b = a == text.npos ? a : text.find('/', a + 1);
-  if (b != text.npos) {
-    const Geometry g{ParseTokens(text.substr(0, a)),
-                     ParseTokens(text.substr(a + 1, b - a - 1)),
-                     ParseTokens(text.substr(b + 1))};
-    if (g.target_block > 0 && g.recurrent_block > 0 && g.hash_unit > 0) {
-      return g;
-    }
-  }
-  return Fail(ErrorCode::kInvalidArgument,
-              "bad geometry \"" + std::string(text) +
-                  "\": want T/R/U (target block/recurrent block/hash unit, "
-                  "positive tokens) or auto");
-}
-
 bool IsModelFile(const std::string& model) {
   return model.find('/') != std::string::npos || model.ends_with(".json");
 }
@@ -72,7 +43,7 @@ const CLI::Validator kGeometryValidator(
     [](std::string& text) {
       if (text == "auto") return std::string();
       Result<Geometry> g = ParseGeometry(text);
-      return g ? std::string() : g.error().message;
+      return g ? std::string() : g.error().message + " or auto";
     },
     "T/R/U|auto");
 const CLI::Validator kByteSizeValidator(
