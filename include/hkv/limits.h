@@ -1,0 +1,31 @@
+// The documented limits on what hkv accepts. Inputs beyond them are refused
+// with an error naming the limit before anything is allocated for them, so
+// that no input, however large, makes hkv allocate without bound or wrap an
+// integer. They are far above what serving deployments use today.
+//
+// Thread-safety: constants.
+//
+// Example:
+//   if (prompt.size() > hkv::kMaxTokensPerRequest) return Fail(...);
+#pragma once
+
+#include <cstdint>
+
+namespace hkv {
+
+// Tokens in one request (prompt and outputs): 16 Mi, above the longest
+// context windows served today (10 M tokens).
+inline constexpr std::uint32_t kMaxTokensPerRequest = std::uint32_t{1} << 24;
+
+// Blocks in one pool, the null block included: 16 Mi. The pool's metadata
+// grows with it (about 100 B per block), so this bounds it to a few GB.
+inline constexpr std::uint32_t kMaxPoolBlocks = std::uint32_t{1} << 24;
+
+// Requests in one workload (a trace or a generated one): 1 Mi.
+inline constexpr std::uint64_t kMaxRequestsPerWorkload = std::uint64_t{1} << 20;
+
+// Bytes in one line of a trace file: 1 MiB (a Mooncake line for a
+// 10 M-token request holds about 20,000 hash ids, under 200 kB).
+inline constexpr std::uint64_t kMaxTraceLineBytes = std::uint64_t{1} << 20;
+
+}  // namespace hkv
