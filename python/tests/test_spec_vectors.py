@@ -3,6 +3,10 @@ and the hybrid vectors V-56 and V-60 (§8.4) through the Python API, as far
 as the public API shows them: block ids, hits, free counts, copies, cached
 blocks. The C++ versions (tests/spec_basics_test.cc, recurrent_test.cc)
 also check reference counts and the free queue itself."""
+import hashlib
+
+import pytest
+
 import hkv
 
 
@@ -154,3 +158,28 @@ def test_v60_both_groups_copy_their_partial_blocks():
     assert len(new[0]) == 1 and new[0][0] != partial
     assert len(kv.take_copies()) == 2
     kv.finish_step()
+
+
+def test_extra_keys_by_hand():
+    """Spec §2.4's tagged tuples: unit 0's key from CBOR written out by hand
+    (the seed "0", tokens 0..15), hashed with hashlib."""
+    numpy = pytest.importorskip("numpy")  # python3-matplotlib brings it
+
+    def sha256(hex_bytes):
+        return hashlib.sha256(bytes.fromhex(hex_bytes)).digest()
+
+    kv = full16(11)
+    embeds = numpy.arange(32, dtype=numpy.float16).reshape(16, 2)
+    r = kv.make_request("r", list(range(16)), lora_name="x",
+                        lora_path="/a/x", prompt_embeds=embeds)
+    digest = hashlib.sha256(embeds.tobytes()).hexdigest()  # 16 rows, 4 B
+    assert r.keys[0] == sha256(
+        "83" "5820" + sha256("6130").hex() +   # [seed key,
+        "90" + bytes(range(16)).hex() +        #  [0, ..., 15],
+        "82"                                   #  [
+        "83646c6f72616178642f612f78"           #   ["lora", "x", "/a/x"],
+        "826d70726f6d70745f656d62656473"       #   ["prompt_embeds",
+        "5820" + digest)                       #    digest]]]
+    unit = hkv._hkv.unit_extra_keys(r.extras, 0, 16)
+    assert [k.as_tuple() for k in unit] == [
+        ("lora", "x", "/a/x"), ("prompt_embeds", bytes.fromhex(digest))]
