@@ -54,6 +54,21 @@ struct PlanCommandOptions {
 
 void RegisterPlan(CLI::App& app);
 int RunPlan(const PlanCommandOptions& options);
+// `hkv keys TOKENS ...`: a request's chained keys, one per hash unit.
+struct KeysCommandOptions {
+  std::string tokens;  // a JSON file with an array of token ids; "-": stdin
+  std::string key_function = "sha256_cbor";
+  std::uint32_t hash_unit = 16;
+  std::optional<std::string> seed = std::nullopt;  // unset: the default
+  std::string lora;             // NAME[:PATH]; empty: no adapter
+  std::vector<std::string> mm;  // ID:OFFSET:LENGTH each
+  std::string salt;             // empty: no salt
+  bool json = false;
+};
+
+void RegisterKeys(CLI::App& app);
+int RunKeys(const KeysCommandOptions& options);
+
 // `hkv simulate ...`: one cache configuration through the engine simulator.
 void RegisterSimulate(CLI::App& app);
 int RunSimulate(const SimCommandOptions& options);
