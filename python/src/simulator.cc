@@ -54,6 +54,7 @@ const std::map<std::string, Setter>& Setters() {
       {"cost_model", Field(&SimCommandOptions::cost_model)},
       {"cost_file", Field(&SimCommandOptions::cost_file)},
       {"cost", Field(&SimCommandOptions::cost)},
+      {"preset", Field(&SimCommandOptions::preset)},
   };
   return setters;
 }
@@ -71,6 +72,7 @@ SimCommandOptions OptionsFrom(const py::dict& given) {
     } catch (const py::cast_error&) {
       throw UsageError("simulator option \"" + name + "\" has the wrong type");
     }
+    options.given.insert(name);
   }
   return options;
 }

@@ -73,6 +73,17 @@ int RunKeys(const KeysCommandOptions& options);
 void RegisterSimulate(CLI::App& app);
 int RunSimulate(const SimCommandOptions& options);
 
+// `hkv calibrate ...`: fits the deployment presets' cost models.
+struct CalibrateCommandOptions {
+  std::vector<std::string> presets;  // empty: every preset with figures
+  std::string data;                  // empty: the bundled figures
+  bool write = false;                // into data/deployments/
+  bool json = false;
+};
+
+void RegisterCalibrate(CLI::App& app);
+int RunCalibrate(const CalibrateCommandOptions& options);
+
 // `hkv compare ...`: several configurations on one workload.
 void RegisterCompare(CLI::App& app);
 int RunCompare(const CompareCommandOptions& options);
