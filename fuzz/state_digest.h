@@ -38,6 +38,7 @@ class DigestWriter {
     out_.append(bytes, sizeof value);
     return *this;
   }
+  void Reserve(std::size_t bytes) { out_.reserve(bytes); }
   std::string Take() { return std::move(out_); }
 
  private:
@@ -65,6 +66,7 @@ inline void DigestPool(const internal::BlockPool& pool, DigestWriter& out) {
 inline std::string StateDigest(const internal::CacheCore& core,
                                std::span<const RequestId> requests) {
   DigestWriter out;
+  out.Reserve(std::size_t{core.pool().num_blocks()} * 48);
   DigestPool(core.pool(), out);
   const std::vector<std::uint64_t> cached = core.CachedBlocksPerGroup();
   out << cached.size();
