@@ -27,6 +27,7 @@ from hkv._hkv import (  # noqa: E402,F401
     CacheHit,
     Error,
     ExtraKey,
+    FreeOrder,
     GroupKind,
     GroupSpec,
     KeyFunction,
