@@ -8,6 +8,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "test_util.h"
 
 namespace hkv {
@@ -19,6 +21,12 @@ using ::hkv::testing::Ids;
 using ::hkv::testing::Range;
 using ::hkv::testing::Repeat;
 using ::testing::ElementsAreArray;
+
+template <typename Expected>
+std::string OrderName(const ::testing::TestParamInfo<Expected>& test) {
+  return test.param.order == FreeOrder::kAppendAll ? "AppendAll"
+                                                   : "PrependUncached";
+}
 
 std::vector<BlockId> IdsOf(const std::vector<std::uint32_t>& ids) {
   std::vector<BlockId> out;
@@ -109,7 +117,8 @@ INSTANTIATE_TEST_SUITE_P(
         V03Expected{.order = FreeOrder::kAppendAll,
                     .queue_after_frees = {6, 7, 8, 9, 10, 4, 5, 3, 2, 1},
                     .r2_new_block = 6,
-                    .r3_blocks = {7, 8, 9, 10, 4, 5, 6, 3, 2, 1}}));
+                    .r3_blocks = {7, 8, 9, 10, 4, 5, 6, 3, 2, 1}}),
+    OrderName<V03Expected>);
 
 struct V08Expected {
   FreeOrder order;
@@ -155,7 +164,8 @@ INSTANTIATE_TEST_SUITE_P(
         V08Expected{.order = FreeOrder::kAppendAll,
                     .after_r0 = {10, 6, 5, 4, 3, 2, 1},
                     .after_r1 = {10, 6, 5, 4, 3, 2, 1, 9, 8, 7},
-                    .r2_new_block = 10}));
+                    .r2_new_block = 10}),
+    OrderName<V08Expected>);
 
 TEST(FreeOrderConfigTest, RejectsAnUnknownOrderNamingTheField) {
   CacheConfig config{.groups = {{.block_size = 16}},
