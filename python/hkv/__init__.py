@@ -28,6 +28,7 @@ from hkv._hkv import (  # noqa: E402,F401
     Error,
     ExtraKey,
     ExtraKeyKind,
+    FreeOrder,
     GroupKind,
     GroupSpec,
     KeyFunction,

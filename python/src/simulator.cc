@@ -36,6 +36,7 @@ const std::map<std::string, Setter>& Setters() {
       {"capacity_tokens", Field(&SimCommandOptions::capacity_tokens)},
       {"dcp", Field(&SimCommandOptions::dcp)},
       {"retention_interval", Field(&SimCommandOptions::retention_interval)},
+      {"free_order", Field(&SimCommandOptions::free_order)},
       {"key_function", Field(&SimCommandOptions::key_function)},
       {"model", Field(&SimCommandOptions::model)},
       {"tp", Field(&SimCommandOptions::tp)},

@@ -65,6 +65,8 @@ def test_bad_configs():
     with pytest.raises(ValueError):
         hkv.KVCacheManager(groups="full:16", num_blocks=11,
                            key_function="md5")
+    with pytest.raises(hkv.UsageError, match="free_order 'lifo'"):
+        hkv.KVCacheManager(groups="full:16", num_blocks=11, free_order="lifo")
 
 
 def test_short_pool_is_a_value_not_an_error(kv):

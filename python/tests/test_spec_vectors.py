@@ -57,6 +57,45 @@ def test_v02_to_v05_hits_and_free_queue_order():
     assert kv.num_free_blocks == 0
 
 
+def test_v02_to_v05_with_the_append_all_free_order():
+    """Upstream vLLM's order (spec §1.3's note): every freed block goes to
+    the back. free(r0) walks [4, 3, 2, 1]: only 4 reaches 0, queue
+    [6..10, 4]; free(r1) walks [5, 3, 2, 1]: [6..10, 4, 5, 3, 2, 1]. r2
+    hits [1, 2, 3] and pops 6; free(r2) walks [6, 3, 2, 1]:
+    [7..10, 4, 5, 6, 3, 2, 1], the order r3 takes them in."""
+    kv = hkv.KVCacheManager(groups="full:16", num_blocks=11, hash_unit=16,
+                            free_order="append_all")
+    r0 = kv.make_request("r0", prefix48() + [3] * 7)
+    admit(kv, r0)
+    r1 = kv.make_request("r1", prefix48() + [3] * 5)
+    assert admit(kv, r1) == ([5], [1, 2, 3], 48)
+    kv.free(r0)
+    kv.free(r1)
+    r2 = kv.make_request("r2", prefix48() + [3] * 6)
+    assert admit(kv, r2) == ([6], [1, 2, 3], 48)
+    assert kv.num_free_blocks == 6
+    kv.free(r2)
+    r3 = kv.make_request("r3", [99] * 160)
+    assert admit(kv, r3) == ([7, 8, 9, 10, 4, 5, 6, 3, 2, 1], [], 0)
+
+
+def test_v08_with_the_append_all_free_order():
+    """free(r0) walks [6, 5, 4, 3, 2, 1] behind the free block 10, free(r1)
+    [9, 8, 7] behind them: r2 hits [1, 2] and pops 10 (the spec's order pops
+    6, which it put in front)."""
+    kv = hkv.KVCacheManager(groups="full:16", num_blocks=11, hash_unit=16,
+                            free_order=hkv.FreeOrder.APPEND_ALL)
+    r0 = kv.make_request("r0", list(range(87)))
+    r1 = kv.make_request("r1", list(range(87, 135)))
+    admit(kv, r0)
+    admit(kv, r1)
+    kv.free(r0)
+    kv.free(r1)
+    r2 = kv.make_request("r2", list(range(35)))
+    assert admit(kv, r2) == ([10], [1, 2], 32)
+    assert kv.num_free_blocks == 7
+
+
 def test_v06_v07_decode_hashes_blocks_as_they_fill():
     kv = full16(11)
     r = kv.make_request("r", prefix48() + [3] * 7)

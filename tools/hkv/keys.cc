@@ -102,7 +102,7 @@ void PrintText(const Request& request) {
   const std::span<const BlockHash> keys = request.keys();
   // Ranges padded to the longest, the last one.
   const std::size_t width =
-      fmt::formatted_size("[{}, {})", keys.size() * unit, keys.size() * unit);
+      fmt::format("[{}, {})", keys.size() * unit, keys.size() * unit).size();
   for (std::size_t k = 0; k < keys.size(); ++k) {
     fmt::print("{:<{}}  {}\n",
                fmt::format("[{}, {})", k * unit, (k + 1) * unit), width,

@@ -80,6 +80,7 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
     resolved->cache.keys.function = *key;
   }
   resolved->cache.retention_interval = o.retention_interval;
+  resolved->cache.free_order = o.free_order;
   return SimConfig{.label = geometry,
                    .cache = std::move(resolved->cache),
                    .page_bytes = std::move(resolved->page_bytes),

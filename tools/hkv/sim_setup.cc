@@ -55,6 +55,7 @@ void AddCacheOptions(CLI::App& sub, SimCommandOptions& o) {
       ->capture_default_str();
   sub.add_option("--retention-interval", o.retention_interval,
                  "Sparse retention R (default: keep all states)");
+  AddFreeOrderOption(sub, o.free_order);
   sub.add_option("--key-function", o.key_function, "Prefix key digest")
       ->check(CLI::IsMember({"sha256_cbor", "xxh3_128_cbor"}))
       ->capture_default_str();
@@ -194,7 +195,8 @@ Result<CacheConfig> CacheFromGroups(const CacheFields& f,
                      .num_blocks = static_cast<std::uint32_t>(usable + 1),
                      .keys = {.function = *key, .hash_unit = unit},
                      .dcp = o.dcp,
-                     .retention_interval = o.retention_interval};
+                     .retention_interval = o.retention_interval,
+                     .free_order = o.free_order};
   if (Result<void> ok = config.Validate(); !ok)
     return tl::unexpected(ok.error());
   return config;

@@ -33,6 +33,7 @@ struct SimCommandOptions {
   std::optional<std::uint64_t> capacity_tokens;
   std::uint32_t dcp = 1;
   std::optional<std::uint32_t> retention_interval;
+  FreeOrder free_order = FreeOrder::kPrependUncached;
   std::string key_function = "xxh3_128_cbor";
   std::string model = "glm53-flash-like";
   std::uint32_t tp = 4;
@@ -83,6 +84,10 @@ using KeyValues = std::map<std::string, std::string>;
 
 // Adds the shared options to `sub`.
 void AddSimOptions(CLI::App& sub, SimCommandOptions& options);
+
+// Adds --free-order (prepend-uncached | append-all) setting `order`, for
+// every command that builds a cache.
+void AddFreeOrderOption(CLI::App& sub, FreeOrder& order);
 
 // The workload named by the options, cut by --limit, --time-scale and
 // --duration.
