@@ -226,6 +226,11 @@ def plot_hit_ratio_by_budget(sweeps, out, formats):
         for label, pts in reports.hit_ratio_by_budget(sweep).items():
             ax.plot([v for v, _ in pts], [100 * h for _, h in pts],
                     marker="o", label=label)
+    values = sorted({p["value"] for sw in sweeps for p in sw["points"]})
+    if values and values[0] > 0 and values[-1] / values[0] >= 4:  # doublings, evenly
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(values, [f"{v:g}" for v in values])
+        ax.minorticks_off()
     param = sweeps[0].get("parameter", "budget_gib")
     ax.set_xlabel("KV-cache budget per rank (GiB)" if param == "budget_gib"
                   else param.replace("_", " "))

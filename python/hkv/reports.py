@@ -44,6 +44,10 @@ def sweep_in(data):
         if not isinstance(point, dict) or "value" not in point:
             raise ValueError(f'"sweep.points[{i}]": want an object with '
                              '"value" and "reports"')
+        value = point["value"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f'"sweep.points[{i}].value": want a number, '
+                             f"got {value!r}")
         if reports_in(point.get("reports")) is None:
             raise ValueError(f'"sweep.points[{i}].reports": want a list of '
                              'reports, each with a "label"')

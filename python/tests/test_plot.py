@@ -223,3 +223,7 @@ def test_malformed_sweep_names_the_field(tmp_path):
     assert result.returncode == 1
     assert "bad.json" in result.stderr
     assert '"sweep.points[0].reports"' in result.stderr
+    with pytest.raises(ValueError, match=r'"sweep.points\[1\].value"'):
+        reports.sweep_in({"sweep": {"points": [
+            {"value": 16, "reports": [{"label": "a"}]},
+            {"value": "33GiB", "reports": [{"label": "a"}]}]}})
