@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -66,6 +67,9 @@ class CacheCore {
   bool CheckInvariants() const;
 
  private:
+  // Reads every member (cache/state_snapshot.h).
+  friend std::string StateSnapshot(const CacheCore& core);
+
   struct RequestState {
     std::vector<GroupTable> tables;  // one per group
     std::uint32_t num_slots = 0;     // tokens the tables cover
