@@ -33,6 +33,7 @@
 
 #include "hkv/events.h"
 #include "hkv/keys.h"
+#include "hkv/limits.h"
 #include "hkv/request.h"
 #include "hkv/result.h"
 #include "hkv/types.h"
@@ -108,13 +109,20 @@ struct RequestBounds {
 // group its chunk plus in-flight tokens; an aligned recurrent group its
 // state, the previous one, and the speculative blocks; a scratch group its
 // pages. Pool sizing and whole-sequence admission both use it, so they
-// cannot drift apart (spec §9 item 13).
+// cannot drift apart (spec §9 item 13). In-flight tokens count at most the
+// length. REQUIRES: the group's block holds at least one token (else
+// UsageError).
 std::uint64_t MaxBlocksPerRequest(const GroupSpec& group,
                                   const RequestBounds& bounds);
 
 enum class PrefixCaching { kEnabled, kDisabled };
 enum class KvEventMode { kDisabled, kEnabled };
 
+// Limits (hkv/limits.h), refused by Validate: num_blocks, speculative and
+// scratch blocks at most kMaxPoolBlocks; max_model_len, max_in_flight_tokens,
+// the hash unit, the retention interval, every group's block (DCP-scaled),
+// window, output window and chunk, and the scheduler block (the blocks'
+// lcm) at most kMaxTokensPerRequest.
 struct CacheConfig {
   std::vector<GroupSpec> groups = {};
   std::uint32_t num_blocks = 0;  // including the null block (id 0)
@@ -127,7 +135,8 @@ struct CacheConfig {
   std::optional<std::uint32_t> retention_interval = std::nullopt;
   PrefixCaching caching = PrefixCaching::kEnabled;
   KvEventMode events = KvEventMode::kDisabled;
-  std::uint32_t max_model_len = std::numeric_limits<std::uint32_t>::max();
+  // Tokens one request holds at most.
+  std::uint32_t max_model_len = kMaxTokensPerRequest;
   // Tokens scheduled but not yet processed, at most (the step's chunk
   // included); unset: max_model_len. Bounds window groups' blocks for
   // whole-sequence admission (MaxBlocksPerRequest).

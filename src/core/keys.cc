@@ -105,11 +105,13 @@ std::vector<ExtraKey> UnitExtraKeys(const KeyExtras& extras,
   std::vector<ExtraKey> keys;
   if (!extras.lora_name.empty()) keys.push_back({.text = extras.lora_name});
   for (const MultimodalItem& item : extras.multimodal) {
-    if (item.offset + item.length <= start) continue;
+    // In 64 bits: an item near 2^32 must not wrap to the front.
+    const std::uint64_t item_end = std::uint64_t{item.offset} + item.length;
+    if (item_end <= start) continue;
     if (item.offset >= end) break;
     keys.push_back({.text = item.identifier,
                     .offset = std::int64_t{item.offset} - std::int64_t{start}});
-    if (item.offset + item.length > end) break;  // continues into the next unit
+    if (item_end > end) break;  // continues into the next unit
   }
   if (start == 0 && !extras.cache_salt.empty()) {
     keys.push_back({.text = extras.cache_salt});
