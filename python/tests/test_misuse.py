@@ -137,3 +137,14 @@ def test_two_live_requests_cannot_share_an_id(kv):
     assert kv.get_computed_blocks(twin)[1] == 0
     assert kv.allocate_slots(twin, 40) is not None
 
+
+def test_a_lookup_of_another_request_is_refused(kv):
+    base = kv.make_request("a", list(range(40)))
+    kv.get_computed_blocks(base)
+    kv.allocate_slots(base, 40)
+    kv.commit(base, 40)
+    r1 = kv.make_request("r1", list(range(40)))
+    r2 = kv.make_request("r2", list(range(40)))
+    blocks, _ = kv.get_computed_blocks(r2)
+    with pytest.raises(hkv.UsageError, match="looked up for request"):
+        kv.allocate_slots(r1, 8, new_computed_blocks=blocks)
