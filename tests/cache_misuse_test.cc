@@ -152,6 +152,18 @@ TEST(CacheMisuseTest, AllocateRefusesAHitOfAnotherRequest) {
               HasSubstr("the hit was looked up for request 2, not for "
                         "request 1"));
   EXPECT_TRUE(cache.Allocate(r2, {.num_new_tokens = 8, .hit = &hit_of_r2}));
+  // An empty lookup result adopts nothing, but its miss cause and prefix
+  // boundary would be counted for the wrong request.
+  const Request r3 = Make(cache, 3, Range(500, 540));
+  const CacheHit empty_of_r3 = cache.Lookup(r3);
+  ASSERT_EQ(empty_of_r3.num_tokens, 0u);
+  EXPECT_THAT(
+      RefusedUnchanged(cache,
+                       [&] {
+                         (void)cache.Allocate(
+                             r1, {.num_new_tokens = 8, .hit = &empty_of_r3});
+                       }),
+      HasSubstr("looked up for request 3, not for request 1"));
 }
 
 // The same id for another prompt (e.g. a caller reusing ids): the hit's

@@ -207,7 +207,7 @@ struct AllocationRequest {
   // back yet (async scheduling): blocks they read are not released.
   std::uint32_t num_in_flight_tokens = 0;
   // The request's lookup result to adopt; only on its first allocation.
-  // Nullable.
+  // Nullable. One of no tokens adopts nothing (its miss cause is counted).
   const CacheHit* hit = nullptr;
   // kWholeSequence: refuse unless the request's whole current sequence fits
   // now, window groups counted at MaxBlocksPerRequest (an admission that

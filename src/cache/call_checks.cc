@@ -41,7 +41,13 @@ void CacheCore::CheckAllocation(const Request& request,
       args.num_computed_tokens <= covered,
       Cat("num_computed_tokens ", args.num_computed_tokens, " beyond the ",
           covered, " tokens the request's blocks cover"));
-  if (hit_tokens == 0) return;
+  if (hit_tokens == 0) {
+    // An empty lookup result adopts nothing, but its miss cause and
+    // shared-prefix boundary are recorded at admission: they must be this
+    // request's. (A default CacheHit carries none.)
+    if (hit != nullptr && hit->origin.cache != 0) CheckOrigin(&request, *hit);
+    return;
+  }
   HKV_REQUIRE(state == nullptr,
               "a hit can only be adopted by a request that holds no blocks");
   HKV_REQUIRE(args.num_external_computed_tokens == 0 ||
