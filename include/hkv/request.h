@@ -43,8 +43,8 @@ class Request {
  public:
   // O(prompt length): keys every complete unit of the prompt. REQUIRES
   // (else UsageError, checked before anything is copied): at most
-  // kMaxTokensPerRequest (hkv/limits.h) tokens; multimodal items sorted by
-  // offset.
+  // kMaxTokensPerRequest (hkv/limits.h) tokens; options.extras.Validate()
+  // succeeds (multimodal items sorted by offset, ...); hash_unit >= 1.
   Request(RequestOptions options, std::span<const TokenId> prompt,
           const KeyScheme& scheme);
 

@@ -272,6 +272,11 @@ Result<void> CacheConfig::Validate() const {
                "retention_interval", "tokens per request")}) {
     if (!ok) return ok;
   }
+  if (free_order != FreeOrder::kPrependUncached &&
+      free_order != FreeOrder::kAppendAll) {
+    return Invalid("free_order " + Num(static_cast<std::uint64_t>(free_order)) +
+                   " is neither kPrependUncached nor kAppendAll");
+  }
   for (std::size_t i = 0; i < groups.size(); ++i) {
     if (Result<void> valid = ValidateGroup(groups[i], i, *this); !valid)
       return valid;

@@ -17,21 +17,6 @@ std::uint32_t CheckedTokens(std::size_t count, const char* what) {
   return static_cast<std::uint32_t>(count);
 }
 
-// Multimodal items sorted by offset: the extra keys of a unit are found by
-// walking them in order. (An item may reach past the prompt, into tokens
-// appended later.)
-void CheckMultimodal(const KeyExtras& extras) {
-  std::uint32_t previous = 0;
-  for (const MultimodalItem& item : extras.multimodal) {
-    HKV_REQUIRE(
-        item.offset >= previous,
-        internal::Cat("multimodal item \"", item.identifier, "\" at offset ",
-                      item.offset, " comes after one at ", previous,
-                      ": items must be sorted by offset"));
-    previous = item.offset;
-  }
-}
-
 }  // namespace
 
 Request::Request(RequestOptions options, std::span<const TokenId> prompt,
@@ -40,7 +25,10 @@ Request::Request(RequestOptions options, std::span<const TokenId> prompt,
       scheme_(scheme),
       num_prompt_tokens_(CheckedTokens(prompt.size(), "prompt tokens")) {
   HKV_REQUIRE(scheme.hash_unit > 0, "the key scheme's hash unit must be >= 1");
-  CheckMultimodal(options_.extras);
+  if (Result<void> extras_valid = options_.extras.Validate(); !extras_valid) {
+    HKV_REQUIRE(extras_valid,
+                "bad key extras: " + extras_valid.error().message);
+  }
   tokens_.assign(prompt.begin(), prompt.end());
   keys_.reserve(tokens_.size() / scheme_.hash_unit);
   ExtendKeys();
@@ -62,9 +50,7 @@ void Request::AppendTokens(std::span<const TokenId> tokens) {
 
 void Request::ExtendKeys() {
   const std::size_t unit = scheme_.hash_unit;
-  const bool plain = options_.extras.lora_name.empty() &&
-                     options_.extras.multimodal.empty() &&
-                     options_.extras.cache_salt.empty();
+  const bool plain = options_.extras.empty();
   for (std::size_t k = keys_.size(); (k + 1) * unit <= tokens_.size(); ++k) {
     const BlockHash& parent = k == 0 ? scheme_.seed_key : keys_[k - 1];
     const std::span<const TokenId> unit_tokens(tokens_.data() + k * unit, unit);
