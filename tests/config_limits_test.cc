@@ -1,7 +1,7 @@
 // CacheConfig::Validate and Request against hkv/limits.h: every count that
 // could wrap 32-bit arithmetic or allocate without bound is refused, naming
 // the field, its value and the limit, before any pool or token list is
-// built.
+// built; so are block sizes whose scheduler block the unit cannot divide.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hkv/cache_manager.h"
+#include "hkv/group_list.h"
 #include "hkv/limits.h"
 #include "hkv/request.h"
 #include "test_util.h"
@@ -102,8 +103,48 @@ TEST(ConfigLimitsTest, SchedulerBlockBeyondTheLimitIsRefused) {
       .num_blocks = 16,
       .keys = {.hash_unit = 1}};
   EXPECT_THAT(Error(config),
-              HasSubstr("least common multiple (the scheduler block) above "
-                        "the limit of 16777216 tokens per request"));
+              HasSubstr("the groups' blocks of 4099, 4111 tokens have a least "
+                        "common multiple (the scheduler block) of 16850989, "
+                        "above the limit of 16777216 tokens per request"));
+}
+
+// The group_list fuzzer's `full:65536,full:65537`: 65536 x 65537 is past
+// 2^32, so a 32-bit lcm wrapped to 65536 and the cache was built.
+TEST(ConfigLimitsTest, SchedulerBlockPast32BitsIsRefusedNamingTheBlocks) {
+  Result<std::vector<GroupSpec>> groups =
+      ParseGroupList("full:65536,full:65537");
+  ASSERT_TRUE(groups) << groups.error().message;
+  const CacheConfig config{
+      .groups = *groups, .num_blocks = 64, .keys = {.hash_unit = 1}};
+  EXPECT_THAT(Error(config),
+              HasSubstr("blocks of 65536, 65537 tokens have a least common "
+                        "multiple (the scheduler block) of 4295032832, above"));
+  EXPECT_FALSE(CacheManager::Create(config));
+}
+
+// The cache_ops fuzzer's lone recurrent group in "none" mode: it caches
+// nothing, so no block rule named the unit, but hits are still multiples
+// of the unit or of the scheduler block (spec §5.2), so the unit divides it.
+TEST(ConfigLimitsTest, HashUnitMustDivideTheSchedulerBlock) {
+  const GroupSpec none{.kind = GroupKind::kRecurrent,
+                       .block_size = 6,
+                       .recurrent_mode = RecurrentMode::kNone};
+  CacheConfig config = With(none);
+  config.keys.hash_unit = 4;
+  EXPECT_THAT(Error(config),
+              HasSubstr("hash unit 4 does not divide the scheduler block 6 "
+                        "(the lcm of the groups' blocks of 6 tokens)"));
+  EXPECT_FALSE(CacheManager::Create(config));
+  config.keys.hash_unit = 3;
+  EXPECT_EQ(Error(config), "(valid)");
+  // Beside a cacheable group the unit divides its block, hence S (12).
+  config.groups.push_back({.block_size = 4});
+  config.keys.hash_unit = 4;
+  EXPECT_EQ(Error(config), "(valid)");
+  // A scratch group caches nothing either.
+  config.groups = {
+      {.kind = GroupKind::kScratch, .block_size = 6, .scratch_blocks = 1}};
+  EXPECT_THAT(Error(config), HasSubstr("hash unit 4 does not divide"));
 }
 
 TEST(ConfigLimitsTest, HashUnitAndRetentionBeyondTheLimitAreRefused) {

@@ -146,27 +146,44 @@ Result<void> ValidateRetention(const CacheConfig& config,
   return {};
 }
 
-// The scheduler block S, the lcm of all blocks, or std::nullopt when it
-// exceeds the tokens one request holds. REQUIRES: every block is at most
-// that (so that each step's lcm fits 64 bits).
-std::optional<std::uint64_t> SchedulerBlock(const CacheConfig& config) {
+// The scheduler block S, the lcm of all blocks (in 64 bits: two blocks below
+// 2^32 have an lcm below 2^64), or an error naming the blocks when it
+// exceeds the tokens one request holds or the hash unit does not divide it.
+// REQUIRES: every block is at most that; hash unit >= 1.
+Result<std::uint64_t> SchedulerBlock(const CacheConfig& config) {
   std::uint64_t lcm = 1;
+  std::string blocks;
   for (const GroupSpec& g : config.groups) {
-    lcm = std::lcm(lcm, TokensPerBlock(g, config.dcp));
-    if (lcm > kMaxTokensPerRequest) return std::nullopt;
+    const std::uint64_t block = TokensPerBlock(g, config.dcp);
+    blocks += (blocks.empty() ? "" : ", ") + Num(block);
+    lcm = std::lcm(lcm, block);
+    if (lcm > kMaxTokensPerRequest) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "the groups' blocks of " + blocks +
+                      " tokens have a least common multiple (the scheduler "
+                      "block) of " +
+                      Num(lcm) + ", above the limit of " +
+                      Num(kMaxTokensPerRequest) + " tokens per request");
+    }
+  }
+  // Hits are multiples of the unit or of S, so the unit divides S (spec
+  // §5.2: h divides every cacheable block, a lone group's unit is its
+  // block, h is S beside a recurrent group not in align mode). With no
+  // cacheable group (recurrent "none", scratch) only this keeps it so.
+  if (lcm % config.keys.hash_unit != 0) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "hash unit " + Num(config.keys.hash_unit) +
+                    " does not divide the scheduler block " + Num(lcm) +
+                    " (the lcm of the groups' blocks of " + blocks +
+                    " tokens)");
   }
   return lcm;
 }
 
 // Rules that depend on the scheduler block S, the lcm of all blocks.
 Result<void> ValidateAlignment(const CacheConfig& config) {
-  const std::optional<std::uint64_t> lcm = SchedulerBlock(config);
-  if (!lcm) {
-    return Invalid(
-        "the groups' blocks have a least common multiple (the scheduler "
-        "block) above the limit of " +
-        Num(kMaxTokensPerRequest) + " tokens per request");
-  }
+  const Result<std::uint64_t> lcm = SchedulerBlock(config);
+  if (!lcm) return tl::unexpected(lcm.error());
   const std::uint64_t scheduler_block = *lcm;
   if (Result<void> valid = ValidateRetention(config, scheduler_block); !valid) {
     return valid;
