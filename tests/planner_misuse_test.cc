@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "hkv/geometry.h"
 #include "hkv/limits.h"
@@ -57,6 +58,58 @@ TEST(PlannerMisuseTest, CountOf1e30IsRefusedNotConverted) {
                         "4294967295, got 4294967296"));
   EXPECT_THAT(ParseError(OneLayer("mla", R"("count": 1e400)")),
               HasSubstr("number overflow parsing '1e400'"));
+}
+
+// The model fuzzer's reproducers and their siblings: every integer field
+// of the loader refuses a value beyond its type (2^32 + 1 became 1 layer)
+// and a float beyond it (1e30 went through a float-to-integer cast),
+// naming the field.
+TEST(PlannerMisuseTest, EveryIntegerFieldRefusesValuesBeyondItsType) {
+  const std::string kU32 = "must be an integer from 0 to 4294967295, got ";
+  const std::string kU64 =
+      "must be an integer from 0 to 18446744073709551615, got ";
+  struct Case {
+    std::string json;  // "%" is where the number goes
+    std::string field;
+    bool wide;  // a 64-bit field
+  };
+  const std::string layer = R"({"name": "m", "layers": [{"kind": "full", )";
+  std::vector<Case> cases = {
+      {R"({"name": "m", "kernel_block": %, "layers": []})", "kernel_block",
+       false},
+      {R"({"name": "m", "stride_alignment": %, "layers": []})",
+       "stride_alignment", true},
+      {R"({"name": "m", "layers": [], "draft": {"speculative_tokens": %}})",
+       "draft.speculative_tokens", false},
+      {layer + R"("state": [{"shape": [3, %]}]}]})",
+       "layers[0].state[0].shape[1]", true},
+      {layer + R"("state": [{"shape": [3], "tp_dim": %}]}]})",
+       "layers[0].state[0].tp_dim", false}};
+  for (const char* key :
+       {"count", "kv_heads", "head_size", "head_size_v", "window", "chunk"}) {
+    cases.push_back({layer + "\"" + key + "\": %}]}",
+                     std::string("layers[0].") + key, false});
+  }
+  for (const char* key : {"record_bytes_per_token", "tail_bytes_per_token",
+                          "record_alignment", "state_bytes"}) {
+    cases.push_back({layer + "\"" + key + "\": %}]}",
+                     std::string("layers[0].") + key, true});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.field);
+    const std::size_t at = c.json.find('%');
+    const auto with = [&](const std::string& number) {
+      return ParseError(std::string(c.json).replace(at, 1, number));
+    };
+    const std::string want = c.field + ": " + (c.wide ? kU64 : kU32);
+    EXPECT_THAT(with("1e30"), HasSubstr(want + "1e+30"));
+    EXPECT_THAT(with("-1"), HasSubstr(want + "-1"));
+    if (c.wide) {
+      EXPECT_THAT(with("18446744073709551616"), HasSubstr(want));
+    } else {
+      EXPECT_THAT(with("4294967297"), HasSubstr(want + "4294967297"));
+    }
+  }
 }
 
 // JSON has no NaN: the parser refuses it, and says where.
