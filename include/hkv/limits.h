@@ -24,6 +24,11 @@ inline constexpr std::uint32_t kMaxPoolBlocks = std::uint32_t{1} << 24;
 // Requests in one workload (a trace or a generated one): 1 Mi.
 inline constexpr std::uint64_t kMaxRequestsPerWorkload = std::uint64_t{1} << 20;
 
+// Layers in one model description, its draft's included: 64 Ki, some
+// 500 times the deepest models served today. It keeps layer counts, their
+// sums and the planner's products of them far from wrapping.
+inline constexpr std::uint32_t kMaxModelLayers = std::uint32_t{1} << 16;
+
 // Bytes in one line of a trace file: 1 MiB (a Mooncake line for a
 // 10 M-token request holds about 20,000 hash ids, under 200 kB).
 inline constexpr std::uint64_t kMaxTraceLineBytes = std::uint64_t{1} << 20;

@@ -81,6 +81,9 @@ class KVCacheManager:
         self._hits = {}  # request_id -> CacheHit awaiting adoption
         self._boundaries = {}  # request_id -> its lookup's shared prefix
         self._held = set()  # request_ids holding blocks
+        # request_id -> the live Request (looked up or holding blocks) that
+        # uses it: one at a time, so a lookup is adopted by its own request.
+        self._owners = {}
 
     # Requests -------------------------------------------------------------
 
@@ -96,13 +99,25 @@ class KVCacheManager:
         """A Request keyed with this manager's scheme (see Request)."""
         return Request(request_id, prompt_token_ids, self, **options)
 
+    def _check_owner(self, request):
+        """Raises UsageError when another live request (looked up or
+        holding blocks, not freed yet) uses ``request.request_id``."""
+        owner = self._owners.get(request.request_id)
+        if owner is not None and owner is not request:
+            raise _hkv.UsageError(
+                f"request id {request.request_id!r} belongs to another live "
+                "request; free that one first")
+
     # A scheduler step ------------------------------------------------------
 
     def get_computed_blocks(self, request):
         """The longest cached prefix of a new (or preempted) request:
         ``(blocks, num_computed_tokens)``. The next allocate_slots for the
-        request adopts it. Runs without the GIL."""
+        request adopts it. Runs without the GIL. Raises UsageError when
+        another live request has the same request_id."""
+        self._check_owner(request)
         hit = self.cache.lookup(request)
+        self._owners[request.request_id] = request
         self._hits[request.request_id] = hit
         self._boundaries[request.request_id] = hit.shared_prefix_boundary
         return KVCacheBlocks(hit), hit.num_tokens
@@ -119,6 +134,7 @@ class KVCacheManager:
         stored one, cut to ``num_new_computed_tokens`` if given).
         ``num_computed_tokens`` defaults to ``request.num_computed_tokens``.
         ``whole_sequence`` refuses unless the whole sequence fits now."""
+        self._check_owner(request)
         rid = request.request_id
         hit = None
         if rid not in self._held:
@@ -145,6 +161,7 @@ class KVCacheManager:
             request.num_computed_tokens = hit.num_tokens
             self._hits.pop(rid, None)
         self._held.add(rid)
+        self._owners[rid] = request
         return KVCacheBlocks(new)
 
     def split_prefill(self, request, num_new_tokens, num_computed_tokens=None,
@@ -152,6 +169,7 @@ class KVCacheManager:
         """How many of ``num_new_tokens`` to schedule so aligned recurrent
         groups keep usable states (chunks end on block boundaries, at the
         prompt's checkpoint and at the lookup's shared-prefix boundary)."""
+        self._check_owner(request)
         rid = request.request_id
         if num_computed_tokens is None:
             pending = self._hits.get(rid) if rid not in self._held else None
@@ -166,6 +184,7 @@ class KVCacheManager:
     def commit(self, request, num_computed_tokens):
         """The first ``num_computed_tokens`` tokens are computed: their full
         blocks (and recurrent states at this boundary) become reusable."""
+        self._check_owner(request)
         self.cache.commit(request, num_computed_tokens)
         request.num_computed_tokens = num_computed_tokens
 
@@ -173,12 +192,15 @@ class KVCacheManager:
         """Releases the request's blocks (cached ones stay findable) and
         forgets a lookup it never adopted. Raises hkv.UsageError for a
         request holding nothing."""
+        self._check_owner(request)
         rid = request.request_id
         if rid not in self._held and rid in self._hits:
             del self._hits[rid]  # looked up, never admitted
             self._boundaries.pop(rid, None)
+            self._owners.pop(rid, None)
             return
         self.cache.free(request.id)  # UsageError when it holds nothing
+        self._owners.pop(rid, None)
         self._held.discard(rid)
         self._hits.pop(rid, None)
         self._boundaries.pop(rid, None)
@@ -219,6 +241,7 @@ class KVCacheManager:
 
     def get_block_ids(self, request):
         """The request's block table, one list per group."""
+        self._check_owner(request)
         return tuple(self.cache.block_table(request.id, g)
                      for g in range(self.num_groups))
 

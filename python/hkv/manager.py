@@ -5,7 +5,8 @@ with the calls a serving engine's scheduler makes: ``get_computed_blocks``
 for new requests, ``allocate_slots`` every step, ``commit`` when a chunk's
 results are back, ``free`` when a request finishes. It keeps only what the
 C++ API leaves to its caller: each request's lookup result until the
-allocation that adopts it, and which requests hold blocks.
+allocation that adopts it, which requests hold blocks, and which Request
+uses each request_id (one live request per id).
 
 Not thread-safe: one scheduler thread drives a manager (the C++ calls
 release the GIL, so other Python threads run meanwhile).

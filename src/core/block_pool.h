@@ -55,6 +55,7 @@ class BlockPool {
   const PoolStats& stats() const { return stats_; }
   // Removals and clears are recorded here; group managers add what they store.
   EventLog& events() { return events_; }
+  const EventLog& events() const { return events_; }
 
   // The first-inserted block registered under `key`. Never touches refs.
   std::optional<BlockId> FindCached(const PrefixKey& key) const {
