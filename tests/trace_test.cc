@@ -12,49 +12,17 @@
 #include "hkv/replay.h"
 #include "replay_test_util.h"
 #include "test_util.h"
+#include "trace_file_fixture.h"
 
 namespace hkv {
 namespace {
 
 using ::testing::HasSubstr;
 
-// Writes trace files into a fresh directory, removed after the test.
-class TraceFileFixture : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const ::testing::TestInfo* info =
-        ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name =
-        std::string(info->test_suite_name()) + "." + info->name();
-    for (char& c : name) {
-      if (c == '/') c = '_';
-    }
-    dir_ = std::filesystem::temp_directory_path() / ("hkv_trace_test." + name);
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::filesystem::path Write(const std::string& contents) {
-    const std::filesystem::path path = dir_ / "trace.jsonl";
-    std::ofstream(path, std::ios::binary) << contents;
-    return path;
-  }
-
-  std::vector<TraceRequest> Read(const std::string& contents) {
-    Result<std::vector<TraceRequest>> trace =
-        ReadMooncakeTrace(Write(contents));
-    EXPECT_TRUE(trace.has_value()) << trace.error().message;
-    return trace.value_or(std::vector<TraceRequest>{});
-  }
-
-  std::filesystem::path dir_;
-};
+using testing::kGoodLine;
+using testing::TraceFileFixture;
 
 class TraceReaderTest : public TraceFileFixture {};
-
-constexpr char kGoodLine[] =
-    R"({"timestamp": 0, "input_length": 600, "output_length": 7, "hash_ids": [0, 1]})";
 
 TEST_F(TraceReaderTest, ReadsEveryFieldAndTrailingBlankLines) {
   const std::vector<TraceRequest> trace = Read(
@@ -154,7 +122,25 @@ INSTANTIATE_TEST_SUITE_P(
             R"("hash_ids" has 1 ids; input_length 600 needs 2)"},
         MalformedLine{
             R"({"timestamp": 0, "input_length": 0, "output_length": 7, "hash_ids": []})",
-            R"("input_length" is 0)"}),
+            R"("input_length" is 0)"},
+        // Numbers beyond a double: nlohmann refuses them while parsing.
+        MalformedLine{
+            R"({"timestamp": 1e400, "input_length": 600, "output_length": 7, "hash_ids": [0, 1]})",
+            R"("timestamp" holds number '1e400', out of range of a double)"},
+        MalformedLine{
+            R"({"timestamp": 0, "note": -1e400, "input_length": 600, "output_length": 7, "hash_ids": [0, 1]})",
+            R"("note" holds number '-1e400', out of range of a double)"},
+        MalformedLine{
+            R"({"timestamp": 0, "input_length": 600, "output_length": 7, "hash_ids": [0, 2e308]})",
+            R"("hash_ids" holds number '2e308', out of range of a double)"},
+        MalformedLine{R"([1e999])", "number '1e999' is out of range"},
+        // 2^24 tokens per request at most, prompt and output together.
+        MalformedLine{
+            R"({"timestamp": 0, "input_length": 16777217, "output_length": 0, "hash_ids": []})",
+            R"("input_length" 16777217 + "output_length" 0 tokens exceed the limit of 16777216 tokens per request)"},
+        MalformedLine{
+            R"({"timestamp": 0, "input_length": 600, "output_length": 4294967295, "hash_ids": [0, 1]})",
+            R"("input_length" 600 + "output_length" 4294967295 tokens exceed the limit)"}),
     [](const ::testing::TestParamInfo<MalformedLine>& test) {
       return testing::Identifier(test.param.problem);
     });
