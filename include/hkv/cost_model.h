@@ -40,7 +40,8 @@ struct CostModel {
   double decode_token_s = 0.0;       // per decode token, drafts included
   double decode_context_s = 0.0;     // per context token a decode reads
 
-  // kInvalidArgument naming a coefficient that is negative or not finite.
+  // kInvalidArgument naming a coefficient that is negative, NaN or above
+  // kMaxInputSeconds.
   [[nodiscard]] Result<void> Validate() const;
 };
 
@@ -67,8 +68,9 @@ double StepSeconds(const CostModel& model, const StepShape& shape);
 std::vector<std::string> CostModelPresetNames();
 
 // Sets the coefficient called `key` (a member name above, e.g.
-// "decode_context_s"). kInvalidArgument for an unknown key or a negative or
-// non-finite value.
+// "decode_context_s"). kInvalidArgument for an unknown key or a value that
+// is negative, NaN or above kMaxInputSeconds (so modelled times stay
+// finite).
 [[nodiscard]] Result<void> SetCostCoefficient(CostModel& model,
                                               std::string_view key,
                                               double value);
