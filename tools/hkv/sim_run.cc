@@ -4,6 +4,8 @@
 #include <sstream>
 #include <utility>
 
+#include "numbers.h"
+
 namespace hkv::cli {
 namespace {
 
@@ -68,6 +70,10 @@ Result<std::vector<Variant>> Varied(const CompareCommandOptions& options) {
                 "--vary wants NAME=V1,V2,... and at most one --config");
   }
   const std::string name = options.vary.substr(0, eq);
+  if (options.vary.size() == eq + 1) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--vary " + options.vary + " lists no values");
+  }
   std::vector<Variant> variants;
   std::stringstream values(options.vary.substr(eq + 1));
   for (std::string value; std::getline(values, value, ',');) {
@@ -75,11 +81,12 @@ Result<std::vector<Variant>> Varied(const CompareCommandOptions& options) {
     if (Result<void> ok = SetSimOption(flags, name, value); !ok) {
       return tl::unexpected(ok.error());
     }
+    const std::string label = name + "=" + value;
     Result<SimConfig> config = options.configs.empty()
                                    ? ConfigFromFlags(flags)
                                    : ConfigFromSpec(options.configs[0], flags);
-    if (!config) return tl::unexpected(config.error());
-    config->label = name + "=" + value;
+    if (!config) return Named("--vary " + label, config.error());
+    config->label = label;
     variants.push_back({std::move(*config), std::move(flags)});
   }
   return variants;
@@ -116,6 +123,9 @@ std::vector<SimReport> SimRuns::Reports() const {
 
 Result<SimRuns> RunSimulation(const SimCommandOptions& options,
                               const SimProgress& progress) {
+  if (Result<void> ok = CheckSimOptions(options, OptionNames::kFlag); !ok) {
+    return tl::unexpected(ok.error());
+  }
   Result<SimConfig> config = ConfigFromFlags(options);
   if (!config) return tl::unexpected(config.error());
   return RunVariants(options, {{std::move(*config), options}}, progress);
@@ -123,6 +133,9 @@ Result<SimRuns> RunSimulation(const SimCommandOptions& options,
 
 Result<SimRuns> RunComparison(const CompareCommandOptions& options,
                               const SimProgress& progress) {
+  if (Result<void> ok = CheckSimOptions(options.sim, OptionNames::kFlag); !ok) {
+    return tl::unexpected(ok.error());
+  }
   SimCommandOptions sim = options.sim;
   Result<std::vector<Variant>> variants =
       options.vary.empty() ? Configured(options, sim) : Varied(options);
