@@ -38,4 +38,9 @@ inline constexpr std::uint64_t kMaxConfigFileBytes = std::uint64_t{1} << 20;
 // kMaxTokensPerRequest such terms, so they stay finite.
 inline constexpr double kMaxInputSeconds = 1e12;
 
+// Bytes of one token list read by `hkv keys` (a JSON array): 16 per token of
+// kMaxTokensPerRequest (256 MiB); the longest id with its comma takes 11.
+inline constexpr std::uint64_t kMaxTokenListBytes =
+    std::uint64_t{kMaxTokensPerRequest} * 16;
+
 }  // namespace hkv

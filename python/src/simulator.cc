@@ -38,6 +38,7 @@ const std::map<std::string, Setter>& Setters() {
       {"capacity_tokens", Field(&SimCommandOptions::capacity_tokens)},
       {"dcp", Field(&SimCommandOptions::dcp)},
       {"retention_interval", Field(&SimCommandOptions::retention_interval)},
+      {"free_order", Field(&SimCommandOptions::free_order)},
       {"key_function", Field(&SimCommandOptions::key_function)},
       {"model", Field(&SimCommandOptions::model)},
       {"tp", Field(&SimCommandOptions::tp)},
@@ -56,6 +57,7 @@ const std::map<std::string, Setter>& Setters() {
       {"cost_model", Field(&SimCommandOptions::cost_model)},
       {"cost_file", Field(&SimCommandOptions::cost_file)},
       {"cost", Field(&SimCommandOptions::cost)},
+      {"preset", Field(&SimCommandOptions::preset)},
   };
   return setters;
 }
@@ -69,6 +71,7 @@ SimCommandOptions OptionsFrom(const py::dict& given) {
       throw UsageError("unknown simulator option \"" + name + "\"");
     }
     it->second(options, value, "simulator option " + name);
+    options.given.insert(name);
   }
   // The ranges the commands' flags have.
   if (Result<void> ok =

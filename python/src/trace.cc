@@ -76,6 +76,8 @@ ReplayOptions ToReplayOptions(const py::kwargs& kwargs) {
       o.max_num_batched_tokens = Convert<std::uint32_t>(value, what);
     } else if (name == "retention_interval") {
       o.retention_interval = Convert<std::optional<std::uint32_t>>(value, what);
+    } else if (name == "free_order") {
+      o.free_order = Convert<FreeOrder>(value, what);
     } else {
       throw UsageError("replay() got an unexpected keyword " + name);
     }

@@ -153,6 +153,7 @@ void AddRunOptions(CLI::App& sub, ReplayCommandOptions& o) {
                  "Keep window blocks and recurrent states only where a "
                  "resend lands (0) or also one per N tokens (default: all)")
       ->check(WholeIn(0, kU32));
+  AddFreeOrderOption(sub, o.free_order);
   sub.add_option("--hash-unit", o.hash_unit,
                  "Tokens per prefix key; must divide every block (0: the "
                  "smallest block)")
@@ -210,6 +211,7 @@ int RunReplay(const ReplayCommandOptions& options) {
                .dcp = options.dcp,
                .max_num_batched_tokens = options.max_batched_tokens,
                .retention_interval = options.retention_interval,
+               .free_order = options.free_order,
                .progress = [start](std::size_t done, std::size_t total) {
                  // Quick runs stay quiet; long ones show they are alive.
                  if (Seconds(start) >= 1.0) {

@@ -155,9 +155,12 @@ void AddWorkloadOptions(CLI::App& sub, O& o) {
       "shared=F,seed=S], fanout[:requests=N,prefix=T,suffix=T,output=T,"
       "interval=S,warmup=0|1,seed=S], "
       "agent[:sessions=N,turns=N,system=T,message=T,"
-      "output=T,interval=S,think=S,seed=S], needle[:documents=N,document=T,"
-      "questions=N,question=T,output=T,interval=S,seed=S], repeat[:requests=N,"
-      "prompt=T,output=T,seed=S] (default: the bundled Mooncake "
+      "output=T,interval=S,think=S,seed=S], repeat[:requests=N,"
+      "prompt=T,output=T,seed=S], and the named scenarios cold-prefill:"
+      "prompt=P, resend:prompt=P, shared-prefix:streams=N,prefix=P,suffix=S, "
+      "needle:document=D,question=Q[,documents=N,questions=N,warmup=0|1], "
+      "decode-cell:concurrency=C,context=X,seconds=S[,turn=T,turns=N] "
+      "(each also output=T,seed=S) (default: the bundled Mooncake "
       "conversation trace). Limits: " +
           std::to_string(kMaxRequestsPerWorkload) + " requests, " +
           std::to_string(kMaxTokensPerRequest) +
@@ -197,9 +200,14 @@ void AddCacheOptions(CLI::App& sub, O& o) {
       ->capture_default_str();
   AddNumber(sub, o, "retention-interval",
             "Sparse retention R (default: keep all states)");
+  AddFreeOrderOption(sub, o.free_order);
   sub.add_option("--key-function", o.key_function, "Prefix key digest")
       ->check(CLI::IsMember({"sha256_cbor", "xxh3_128_cbor"}))
       ->capture_default_str();
+  sub.add_option("--preset", o.preset,
+                 "Deployment preset (data/deployments/): its model, TP, DCP, "
+                 "budget, geometry, engine, drafts and cost model, under the "
+                 "flags given");
   sub.add_option("--model", o.model, "Model preset of the deployment")
       ->capture_default_str();
   AddNumber(sub, o, "tp", "Tensor-parallel width")->capture_default_str();
@@ -259,6 +267,16 @@ void AddSimOptions(CLI::App& sub, SimCommandOptions& options) {
   AddCacheOptions(sub, options);
   AddEngineOptions(sub, options);
   AddCostAndOutputOptions(sub, options);
+  // The flags given (as field names), which a preset does not override.
+  sub.parse_complete_callback([&sub, &options] {
+    for (const CLI::Option* opt : sub.get_options()) {
+      if (opt->count() == 0) continue;
+      std::string name = opt->get_name();
+      name.erase(0, name.find_first_not_of('-'));
+      std::replace(name.begin(), name.end(), '-', '_');
+      options.given.insert(name);
+    }
+  });
 }
 
 Result<void> CheckSimOptions(const SimCommandOptions& o, OptionNames names) {

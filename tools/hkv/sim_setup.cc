@@ -120,46 +120,19 @@ Result<CacheConfig> CacheFromGroups(const CacheFields& f,
                      .num_blocks = *usable + 1,
                      .keys = {.function = *key, .hash_unit = unit},
                      .dcp = o.dcp,
-                     .retention_interval = o.retention_interval};
+                     .retention_interval = o.retention_interval,
+                     .free_order = o.free_order};
   if (Result<void> ok = config.Validate(); !ok) {
     return tl::unexpected(ok.error());
   }
   return config;
 }
 
-// The deployment seam: the flags' model, TP and budget with `geometry`.
-// REQUIRES: CheckSimOptions(o) succeeds (budget_gib in range).
-Result<CacheConfig> CacheFromDeployment(const std::string& geometry,
-                                        const SimCommandOptions& o) {
-  DeploymentSpec spec{.model = o.model,
-                      .tp = o.tp,
-                      .dcp = o.dcp,
-                      .budget_bytes = static_cast<std::uint64_t>(
-                          std::llround(o.budget_gib * 1073741824.0)),
-                      // The engine's drafts, not the model's: without
-                      // speculative decoding no speculative states are kept.
-                      .speculative_tokens = o.spec_drafts};
-  if (Result<void> ok = ParsePageGeometry(geometry, spec); !ok) {
-    return Named("--geometry " + geometry, ok.error());
-  }
-  const std::uint64_t sharded = std::uint64_t{spec.target_block} * spec.dcp;
-  if (sharded > std::numeric_limits<std::uint32_t>::max()) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "--dcp " + std::to_string(o.dcp) + ": the target block of " +
-                    std::to_string(spec.target_block) + " tokens x " +
-                    std::to_string(o.dcp) + " = " + std::to_string(sharded) +
-                    " tokens exceeds 2^32 - 1");
-  }
-  Result<CacheConfig> config = ResolveCacheConfig(spec);
-  if (!config) {
-    return Named("--model " + o.model + " at --geometry " + geometry,
-                 config.error());
-  }
-  if (Result<KeyFunction> key = ParseKeyFunction(o.key_function); key) {
-    config->keys.function = *key;
-  }
-  config->retention_interval = o.retention_interval;
-  return config;
+Result<SimConfig> ConfigOfGroups(const CacheFields& f,
+                                 const SimCommandOptions& o) {
+  Result<CacheConfig> cache = CacheFromGroups(f, o);
+  if (!cache) return tl::unexpected(cache.error());
+  return SimConfig{.label = f.groups, .cache = std::move(*cache)};
 }
 
 }  // namespace
@@ -181,24 +154,21 @@ Result<void> CheckDcp(const std::vector<GroupSpec>& groups, std::uint32_t dcp) {
 
 Result<SimConfig> ConfigFromFlags(const SimCommandOptions& o) {
   if (o.groups.empty()) {
-    Result<CacheConfig> cache = CacheFromDeployment(o.geometry, o);
-    if (!cache) return tl::unexpected(cache.error());
+    Result<SimConfig> config = DeploymentConfig(o.geometry, o);
+    if (!config) return config;
     if (o.num_blocks) {
-      Result<std::uint32_t> usable =
-          UsableBlocks({.num_blocks = o.num_blocks}, cache->groups, o.dcp);
+      Result<std::uint32_t> usable = UsableBlocks({.num_blocks = o.num_blocks},
+                                                  config->cache.groups, o.dcp);
       if (!usable) return tl::unexpected(usable.error());
-      cache->num_blocks = *usable + 1;
+      config->cache.num_blocks = *usable + 1;
     }
-    return SimConfig{.label = o.geometry, .cache = std::move(*cache)};
+    return config;
   }
-  Result<CacheConfig> cache =
-      CacheFromGroups({.groups = o.groups,
-                       .hash_unit = o.hash_unit,
-                       .num_blocks = o.num_blocks,
-                       .capacity_tokens = o.capacity_tokens},
-                      o);
-  if (!cache) return tl::unexpected(cache.error());
-  return SimConfig{.label = o.groups, .cache = std::move(*cache)};
+  return ConfigOfGroups({.groups = o.groups,
+                         .hash_unit = o.hash_unit,
+                         .num_blocks = o.num_blocks,
+                         .capacity_tokens = o.capacity_tokens},
+                        o);
 }
 
 Result<SimConfig> ConfigFromSpec(const std::string& spec,
@@ -232,14 +202,14 @@ Result<SimConfig> ConfigFromSpec(const std::string& spec,
   cache.hash_unit = static_cast<std::uint32_t>(*unit);
   if (*blocks != 0) cache.num_blocks = *blocks;
   if (*capacity != 0) cache.capacity_tokens = *capacity;
-  Result<CacheConfig> config = geometry.empty()
-                                   ? CacheFromGroups(cache, o)
-                                   : CacheFromDeployment(geometry, o);
+  Result<SimConfig> config = geometry.empty() ? ConfigOfGroups(cache, o)
+                                              : DeploymentConfig(geometry, o);
   if (!config) return Named("--config " + spec, config.error());
   if (!geometry.empty() && *blocks != 0) {
-    config->num_blocks = static_cast<std::uint32_t>(*blocks + 1);
+    config->cache.num_blocks = static_cast<std::uint32_t>(*blocks + 1);
   }
-  return SimConfig{.label = label, .cache = std::move(*config)};
+  config->label = label;
+  return config;
 }
 
 Result<SimulationOptions> EngineFromFlags(const SimCommandOptions& o) {

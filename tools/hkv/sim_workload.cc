@@ -10,6 +10,7 @@
 #include "hkv/azure_trace.h"
 #include "hkv/limits.h"
 #include "hkv/mooncake_trace.h"
+#include "hkv/scenarios.h"
 #include "numbers.h"
 #include "sim_setup.h"
 
@@ -139,15 +140,6 @@ Result<std::vector<SimRequest>> Generator(const std::string& kind, KeyValues f,
     a.Take("think", o.think_s).Take("seed", o.seed);
     return Generated(a.Done(kind), o, limit, &GenerateAgentSessions);
   }
-  if (kind == "needle") {
-    NeedleOptions o;
-    Args a(std::move(f));
-    a.Take("documents", o.num_documents).Take("document", o.document_tokens);
-    a.Take("questions", o.questions_per_document);
-    a.Take("question", o.question_tokens).Take("output", o.output_tokens);
-    a.Take("interval", o.interval_s).Take("seed", o.seed);
-    return Generated(a.Done(kind), o, limit, &GenerateNeedle);
-  }
   RepeatOptions o;
   Args a(std::move(f));
   a.Take("requests", o.num_requests).Take("prompt", o.prompt_tokens);
@@ -167,12 +159,16 @@ Result<std::vector<SimRequest>> Uncut(const std::string& spec, Limit limit) {
                 kind + " needs a file: " + kind + ":FILE");
   }
   if (kind == "mooncake") return Mooncake(args, limit);
+  if (IsScenarioName(kind)) {  // the named scenarios of hkv/scenarios.h
+    Result<Scenario> scenario = ParseScenario(spec);
+    if (!scenario) return tl::unexpected(scenario.error());
+    return GenerateScenario(*scenario);
+  }
   Result<KeyValues> fields =
       args.empty() ? KeyValues{} : ParseKeyValues(args, ',');
   if (!fields) return tl::unexpected(fields.error());
   if (kind == "azure") return Azure(std::move(*fields), limit);
-  if (kind == "fanout" || kind == "agent" || kind == "needle" ||
-      kind == "repeat") {
+  if (kind == "fanout" || kind == "agent" || kind == "repeat") {
     if (auto it = fields->find(""); it != fields->end()) {
       return Fail(
           ErrorCode::kInvalidArgument,
@@ -182,7 +178,8 @@ Result<std::vector<SimRequest>> Uncut(const std::string& spec, Limit limit) {
   }
   return Fail(ErrorCode::kInvalidArgument,
               "unknown workload \"" + kind +
-                  "\" (mooncake, azure, fanout, agent, needle, repeat)");
+                  "\" (mooncake, azure, fanout, agent, needle, repeat, "
+                  "cold-prefill, resend, shared-prefix, decode-cell)");
 }
 
 }  // namespace
