@@ -78,6 +78,17 @@ INSTANTIATE_TEST_SUITE_P(
       return testing::Identifier(test.param.row);
     });
 
+// fuzz/regressions/azure/inf_timestamp: an infinite first timestamp made
+// every arrival NaN (inf - inf).
+TEST(AzureTraceTest, RefusesAnInfiniteFirstTimestamp) {
+  const Result<std::vector<SimRequest>> w =
+      ParseAzureTrace(std::string(kHeader) + "inf,1,1\n", {});
+  ASSERT_FALSE(w.has_value());
+  EXPECT_EQ(w.error().message,
+            R"(Azure trace line 2: TIMESTAMP "inf" is neither YYYY-MM-DD )"
+            R"(HH:MM:SS[.fraction] nor finite seconds)");
+}
+
 TEST(AzureTraceTest, ReadsAByteOrderMarkAndALastLineWithoutNewline) {
   const Result<std::vector<SimRequest>> w =
       ParseAzureTrace("\xEF\xBB\xBF" + std::string(kHeader) + "1,5,5", {});

@@ -59,11 +59,13 @@ struct TraceRequest {
 // the first malformed line, the message naming "file:line: problem" (line
 // numbers 1-based): a line longer than kMaxTraceLineBytes, not JSON, not an
 // object, a number beyond a double (naming its field), a missing or
-// ill-typed field, a negative or out-of-range number, input_length 0, more
-// than kMaxTokensPerRequest tokens (input and output), a hash_ids length
-// other than ceil(input_length / 512), a blank line before the last request,
-// or, without a `limit` within it, more than kMaxRequestsPerWorkload
-// requests. Nothing is allocated beyond those limits.
+// ill-typed field, a negative or out-of-range number (a timestamp above
+// kMaxInputSeconds in milliseconds), a timestamp before the previous
+// line's (a trace is in time order), input_length 0, more than
+// kMaxTokensPerRequest tokens (input and output), a hash_ids length other
+// than ceil(input_length / 512), a blank line before the last request, or,
+// without a `limit` within it, more than kMaxRequestsPerWorkload requests.
+// Nothing is allocated beyond those limits.
 // O(file size up to the limit).
 [[nodiscard]] Result<std::vector<TraceRequest>> ReadMooncakeTrace(
     const std::filesystem::path& path,

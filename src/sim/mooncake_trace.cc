@@ -87,8 +87,13 @@ tl::expected<std::vector<std::uint64_t>, std::string> ReadHashIds(
   return ids;
 }
 
+// The latest timestamp: kMaxInputSeconds in milliseconds, so that every
+// arrival of a trace in time order is a valid workload time.
+constexpr auto kMaxTimestampMs =
+    static_cast<std::uint64_t>(kMaxInputSeconds * 1000.0);
+
 LineResult ParseObject(const json& object) {
-  NumberResult timestamp = ReadField(object, "timestamp", kMaxU64);
+  NumberResult timestamp = ReadField(object, "timestamp", kMaxTimestampMs);
   if (!timestamp) return tl::unexpected(std::move(timestamp.error()));
   NumberResult input = ReadField(object, "input_length", kMaxU32);
   if (!input) return tl::unexpected(std::move(input.error()));
@@ -146,6 +151,23 @@ LineResult ParseLine(std::string_view line) {
                           std::string(object.type_name()));
   }
   return ParseObject(object);
+}
+
+// The request of a line following those of `trace`: a trace is in time
+// order (a workload's arrivals may not decrease), so an earlier timestamp
+// is refused rather than sorted.
+LineResult ParseNext(std::string_view line,
+                     const std::vector<TraceRequest>& trace) {
+  LineResult request = ParseLine(line);
+  if (request && !trace.empty() &&
+      request->timestamp_ms < trace.back().timestamp_ms) {
+    return tl::unexpected("\"timestamp\" " +
+                          std::to_string(request->timestamp_ms) +
+                          " is before the previous request's " +
+                          std::to_string(trace.back().timestamp_ms) +
+                          " (a trace is in time order)");
+  }
+  return request;
 }
 
 bool IsBlank(std::string_view line) {
@@ -229,7 +251,7 @@ Result<std::vector<TraceRequest>> internal::ReadMooncakeTrace(
     if (trace.size() == quota.requests) {
       return tl::unexpected(LineError(path, number, quota.TooManyProblem()));
     }
-    LineResult request = ParseLine(lines.line());
+    LineResult request = ParseNext(lines.line(), trace);
     if (!request) {
       return tl::unexpected(
           LineError(path, number, std::move(request.error())));
