@@ -33,6 +33,16 @@ inline constexpr std::uint32_t kMaxModelLayers = std::uint32_t{1} << 16;
 // 10 M-token request holds about 20,000 hash ids, under 200 kB).
 inline constexpr std::uint64_t kMaxTraceLineBytes = std::uint64_t{1} << 20;
 
+// Bytes in one configuration file (a model or cost-model JSON file): 1 MiB,
+// far above the few kB they hold.
+inline constexpr std::uint64_t kMaxConfigFileBytes = std::uint64_t{1} << 20;
+
+// Seconds in one time the simulator takes (a request's arrival or delay, a
+// generator's interval or think time, a cost coefficient): 1e12 s, some
+// 30,000 years. Modelled times add up at most kMaxRequestsPerWorkload x
+// kMaxTokensPerRequest such terms, so they stay finite.
+inline constexpr double kMaxInputSeconds = 1e12;
+
 // Bytes of one token list read by `hkv keys` (a JSON array): 16 per token of
 // kMaxTokensPerRequest (256 MiB); the longest id with its comma takes 11.
 inline constexpr std::uint64_t kMaxTokenListBytes =

@@ -14,12 +14,17 @@ See include/hkv/cache_manager.h for the contract of each C++ call.
 """
 
 from hkv import _hkv
-from hkv.manager import KVCacheBlocks, Request, make_groups
+from hkv.manager import (KVCacheBlocks, Request, make_groups, optional_whole,
+                         whole)
 
 
 def _key_function(value):
     if isinstance(value, str):
         return _hkv.parse_key_function(value)
+    if not isinstance(value, _hkv.KeyFunction):
+        raise _hkv.UsageError(
+            "key_function must be a str (sha256_cbor, xxh3_128_cbor) or a "
+            f"KeyFunction, got {value!r}")
     return value
 
 
@@ -58,13 +63,16 @@ class KVCacheManager:
                  free_order="prepend_uncached", **limits):
         config = _hkv.CacheConfig()
         config.groups = make_groups(groups)
-        config.num_blocks = num_blocks
-        config.dcp = dcp
+        config.num_blocks = whole("num_blocks", num_blocks)
+        config.dcp = whole("dcp", dcp)
         if hash_unit is None:
             hash_unit = min(_hkv.tokens_per_block(g, dcp)
                             for g in config.groups) if config.groups else 16
+        if seed is not None and not isinstance(seed, str):
+            raise _hkv.UsageError(f"seed must be a str or None, got {seed!r}")
         config.keys = _hkv.KeySchemeOptions(_key_function(key_function),
-                                            hash_unit, seed)
+                                            whole("hash_unit", hash_unit),
+                                            seed)
         config.caching = (_hkv.PrefixCaching.ENABLED if enable_caching
                           else _hkv.PrefixCaching.DISABLED)
         config.events = (_hkv.KvEventMode.ENABLED if enable_kv_cache_events
@@ -73,7 +81,7 @@ class KVCacheManager:
         for key in ("max_model_len", "max_in_flight_tokens",
                     "retention_interval"):
             if limits.get(key) is not None:
-                setattr(config, key, limits[key])
+                setattr(config, key, whole(key, limits[key]))
             limits.pop(key, None)
         if limits:
             raise _hkv.UsageError(f"unknown options {sorted(limits)}")
@@ -136,6 +144,17 @@ class KVCacheManager:
         ``whole_sequence`` refuses unless the whole sequence fits now."""
         self._check_owner(request)
         rid = request.request_id
+        num_new_tokens = whole("num_new_tokens", num_new_tokens)
+        num_lookahead_tokens = whole("num_lookahead_tokens",
+                                     num_lookahead_tokens)
+        num_computed_tokens = optional_whole("num_computed_tokens",
+                                             num_computed_tokens)
+        num_new_computed_tokens = optional_whole("num_new_computed_tokens",
+                                                 num_new_computed_tokens)
+        num_external_computed_tokens = whole("num_external_computed_tokens",
+                                             num_external_computed_tokens)
+        num_in_flight_tokens = whole("num_in_flight_tokens",
+                                     num_in_flight_tokens)
         hit = None
         if rid not in self._held:
             hit = (new_computed_blocks.raw if new_computed_blocks is not None
@@ -171,6 +190,13 @@ class KVCacheManager:
         prompt's checkpoint and at the lookup's shared-prefix boundary)."""
         self._check_owner(request)
         rid = request.request_id
+        num_new_tokens = whole("num_new_tokens", num_new_tokens)
+        num_computed_tokens = optional_whole("num_computed_tokens",
+                                             num_computed_tokens)
+        max_num_scheduled_tokens = whole("max_num_scheduled_tokens",
+                                         max_num_scheduled_tokens)
+        long_prefill_threshold = whole("long_prefill_threshold",
+                                       long_prefill_threshold)
         if num_computed_tokens is None:
             pending = self._hits.get(rid) if rid not in self._held else None
             num_computed_tokens = (pending.num_tokens if pending is not None
@@ -185,6 +211,7 @@ class KVCacheManager:
         """The first ``num_computed_tokens`` tokens are computed: their full
         blocks (and recurrent states at this boundary) become reusable."""
         self._check_owner(request)
+        num_computed_tokens = whole("num_computed_tokens", num_computed_tokens)
         self.cache.commit(request, num_computed_tokens)
         request.num_computed_tokens = num_computed_tokens
 

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <utility>
 
+#include "numbers.h"
+
 namespace hkv::cli {
 namespace {
 
@@ -93,6 +95,10 @@ Result<std::vector<Variant>> Varied(const CompareCommandOptions& options) {
                 "--vary wants NAME=V1,V2,... and at most one --config");
   }
   const std::string name = options.vary.substr(0, eq);
+  if (options.vary.size() == eq + 1) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--vary " + options.vary + " lists no values");
+  }
   std::vector<Variant> variants;
   std::stringstream values(options.vary.substr(eq + 1));
   for (std::string value; std::getline(values, value, ',');) {
@@ -100,11 +106,12 @@ Result<std::vector<Variant>> Varied(const CompareCommandOptions& options) {
     if (Result<void> ok = SetSimOption(flags, name, value); !ok) {
       return tl::unexpected(ok.error());
     }
+    const std::string label = name + "=" + value;
     Result<SimConfig> config = options.configs.empty()
                                    ? ConfigFromFlags(flags)
                                    : ConfigFromSpec(options.configs[0], flags);
-    if (!config) return tl::unexpected(config.error());
-    config->label = name + "=" + value;
+    if (!config) return Named("--vary " + label, config.error());
+    config->label = label;
     variants.push_back({std::move(*config), std::move(flags)});
   }
   return variants;
@@ -148,6 +155,9 @@ std::vector<SimReport> SimRuns::Reports() const {
 
 Result<SimRuns> RunSimulation(const SimCommandOptions& given,
                               const SimProgress& progress) {
+  if (Result<void> ok = CheckSimOptions(given, OptionNames::kFlag); !ok) {
+    return tl::unexpected(ok.error());
+  }
   SimCommandOptions options = given;
   DefaultToMeasured(options, false);
   if (Result<void> ok = ApplyPreset(options); !ok) {
@@ -160,6 +170,9 @@ Result<SimRuns> RunSimulation(const SimCommandOptions& given,
 
 Result<SimRuns> RunComparison(const CompareCommandOptions& given,
                               const SimProgress& progress) {
+  if (Result<void> ok = CheckSimOptions(given.sim, OptionNames::kFlag); !ok) {
+    return tl::unexpected(ok.error());
+  }
   CompareCommandOptions options = given;
   const bool uses_groups = std::any_of(
       options.configs.begin(), options.configs.end(), [](const std::string& c) {

@@ -77,13 +77,27 @@ using KeyValues = std::map<std::string, std::string>;
 [[nodiscard]] Result<KeyValues> ParseKeyValues(std::string_view text,
                                                char separator);
 // Removes `key` from `fields` and returns its whole-number value, or
-// `fallback` when it is absent. kInvalidArgument for another value.
+// `fallback` when it is absent. kInvalidArgument naming "key=value" for a
+// value that is not a whole number in [0, max].
 [[nodiscard]] Result<std::uint64_t> TakeNumber(KeyValues& fields,
                                                const std::string& key,
-                                               std::uint64_t fallback);
+                                               std::uint64_t fallback,
+                                               std::uint64_t max);
 
-// Adds the shared options to `sub`.
+// Adds the shared options to `sub`; each numeric flag refuses values out of
+// its range (a usage error naming the flag, the value and the range), and
+// --json and --csv exclude each other.
 void AddSimOptions(CLI::App& sub, SimCommandOptions& options);
+
+// How CheckSimOptions names an option: as the flag (--num-blocks) or as the
+// Python keyword (num_blocks).
+enum class OptionNames { kFlag, kPython };
+
+// kInvalidArgument naming the first option whose value the flag would
+// refuse (the same ranges), or --json with --csv. For options that did not
+// come through the flags: the Python module and --vary.
+[[nodiscard]] Result<void> CheckSimOptions(const SimCommandOptions& options,
+                                           OptionNames names);
 
 // Adds --free-order (prepend-uncached | append-all) setting `order`, for
 // every command that builds a cache.
@@ -93,6 +107,11 @@ void AddFreeOrderOption(CLI::App& sub, FreeOrder& order);
 // --duration.
 [[nodiscard]] Result<std::vector<SimRequest>> LoadWorkload(
     const SimCommandOptions& options);
+
+// kInvalidArgument naming --dcp when a group's block of block x dcp tokens
+// (sharded groups) does not fit 32 bits.
+[[nodiscard]] Result<void> CheckDcp(const std::vector<GroupSpec>& groups,
+                                    std::uint32_t dcp);
 
 // One configuration: a label and its cache; for a deployment, the bytes of
 // each group's block, the resolved groups and the capacity.
@@ -115,7 +134,8 @@ void DefaultToMeasured(SimCommandOptions& options, bool uses_groups);
 [[nodiscard]] Result<void> ApplyPreset(SimCommandOptions& options);
 
 // The deployment of the options (--preset, --model, --tp, --dcp,
-// --budget-gib, --spec-drafts) at `geometry`, through the planner.
+// --budget-gib, --spec-drafts) at `geometry`, through the planner; errors
+// name the flag. REQUIRES: CheckSimOptions(o) succeeds (budget in range).
 [[nodiscard]] Result<SimConfig> DeploymentConfig(
     const std::string& geometry, const SimCommandOptions& options);
 
@@ -135,7 +155,7 @@ void DefaultToMeasured(SimCommandOptions& options, bool uses_groups);
 // `hkv compare --vary`: concurrency, max-batched-tokens, max-num-seqs,
 // long-prefill-threshold, spec-drafts, spec-acceptance, spec-lookahead,
 // retention-interval, num-blocks, hash-unit, dcp, tp, budget-gib, geometry.
-// kInvalidArgument for another name or a value that is not a number >= 0.
+// kInvalidArgument for another name or a value the flag would refuse.
 [[nodiscard]] Result<void> SetSimOption(SimCommandOptions& options,
                                         std::string_view name,
                                         const std::string& value);
