@@ -8,7 +8,8 @@ BlockPool::BlockPool(std::uint32_t num_blocks, Caching caching, Events events)
     : caching_(caching),
       blocks_(num_blocks),
       free_queue_(num_blocks),
-      events_(events) {
+      events_(events),
+      evicted_(num_blocks) {
   HKV_REQUIRE(num_blocks >= 1, "a pool needs at least the null block");
   const BlockId null_block = free_queue_.PopFront();
   HKV_DCHECK(null_block == kNullBlock);
@@ -73,13 +74,13 @@ void BlockPool::SetPrimary(BlockId id, const PrefixKey& key,
   b.primary = key;
   b.primary_num_tokens = num_tokens;
   index_.Insert(key, id);
-  evicted_.erase(key);
+  evicted_.Forget(key);
 }
 
 void BlockPool::AddAlias(BlockId id, const PrefixKey& key) {
   aliases_[id].push_back(key);
   index_.Insert(key, id);
-  evicted_.erase(key);
+  evicted_.Forget(key);
 }
 
 void BlockPool::CacheFull(BlockId id, const PrefixKey& key,
@@ -112,15 +113,15 @@ bool BlockPool::CachePartial(BlockId id, const PrefixKey& key,
 }
 
 void BlockPool::RememberEvicted(BlockId id) {
-  if (evicted_.size() >= 2 * std::size_t{num_blocks()}) evicted_.clear();
-  const Block& b = blocks_[ToIndex(id)];
-  evicted_.insert(b.primary);
+  evicted_.Remember(blocks_[ToIndex(id)].primary);
   if (auto it = aliases_.find(id); it != aliases_.end()) {
-    evicted_.insert(it->second.begin(), it->second.end());
+    for (const PrefixKey& key : it->second) evicted_.Remember(key);
   }
 }
 
 void BlockPool::RecordRemoval(const PrefixKey& key) {
+  // Checked here: building the event allocates its vector of hashes.
+  if (!events_.enabled()) return;
   events_.Record(BlockRemoved{.block_hashes = {key.hash}, .group = key.group});
 }
 
@@ -164,7 +165,7 @@ bool BlockPool::Reset() {
   if (num_blocks() - num_free_blocks() != 1) return false;
   ++key_generation_;
   index_.Clear();
-  evicted_.clear();
+  evicted_.Clear();
   aliases_.clear();
   for (Block& b : blocks_) {
     b.primary_num_tokens = 0;

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "core/event_log.h"
+#include "core/evicted_keys.h"
 #include "core/free_block_queue.h"
 #include "core/prefix_index.h"
 
@@ -131,9 +131,9 @@ class BlockPool {
   // Every key of `id`, primary first. For tests and diagnostics.
   std::vector<PrefixKey> KeysOf(BlockId id) const;
   std::size_t num_keys() const { return index_.size(); }
-  // Whether `key` was evicted recently (and not registered since): the
-  // last num_blocks evicted keys at least are remembered.
-  bool WasEvicted(const PrefixKey& key) const { return evicted_.contains(key); }
+  // Whether `key` was evicted by reuse recently (and not registered since).
+  // Approximate: see evicted_keys.h for how recently and how accurately.
+  bool WasEvicted(const PrefixKey& key) const { return evicted_.Contains(key); }
 
   // Advances whenever a key leaves the index: a lookup made at an equal
   // generation is still valid.
@@ -172,8 +172,8 @@ class BlockPool {
   PoolStats stats_;
   EventLog events_;
   std::uint64_t key_generation_ = 0;
-  // Keys evicted by reuse, forgotten all at once past num_blocks of them.
-  absl::flat_hash_set<PrefixKey, PrefixKeyHash> evicted_;
+  // Keys evicted by reuse (approximate, bounded).
+  EvictedKeys evicted_;
 };
 
 }  // namespace hkv::internal
