@@ -1,5 +1,6 @@
-// BlockPool: the record of evicted keys the "evicted" miss cause reads, and
-// moving a block's keys.
+// BlockPool tables: sized once from num_blocks, so that a long run of
+// registrations and evictions never grows them; and the record of evicted
+// keys the "evicted" miss cause reads.
 #include "core/block_pool.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,31 @@ PrefixKey KeyNumber(std::uint64_t n) {
   std::memcpy(key.hash.bytes.data(), &word, sizeof word);
   std::memcpy(key.hash.bytes.data() + 8, &n, sizeof n);
   return key;
+}
+
+// Allocates every free block, keys each under a new key, frees them all:
+// the second round onwards evicts every key of the round before.
+void KeyEveryBlock(BlockPool& pool, std::uint64_t& next_key) {
+  std::vector<BlockId> blocks;
+  pool.Allocate(pool.num_free_blocks(), blocks);
+  for (BlockId b : blocks) pool.CacheFull(b, KeyNumber(next_key++), 16);
+  pool.Free(blocks);
+}
+
+TEST(BlockPoolTest, TablesAreSizedAtConstructionAndNeverGrow) {
+  constexpr std::uint32_t kBlocks = 5000;
+  BlockPool pool(kBlocks, Caching::kEnabled);
+  const std::size_t bytes = pool.MemoryBytes();
+  const std::size_t slots = pool.num_index_slots();
+  EXPECT_GE(slots * 3, std::size_t{kBlocks} * 8);  // at most 3/8 full
+  std::uint64_t next_key = 0;
+  for (int round = 0; round < 6; ++round) KeyEveryBlock(pool, next_key);
+  EXPECT_EQ(pool.stats().evicted_blocks, 5u * (kBlocks - 1));
+  EXPECT_EQ(pool.num_keys(), kBlocks - 1);
+  EXPECT_TRUE(pool.CheckInvariants());
+  EXPECT_EQ(pool.num_index_slots(), slots);
+  EXPECT_EQ(pool.MemoryBytes(), bytes);
+  EXPECT_LE(bytes / kBlocks, 128u);
 }
 
 TEST(BlockPoolTest, EvictionRemembersEveryKeyOfTheBlock) {
