@@ -112,7 +112,8 @@ void CacheModel::Release(const std::vector<BlockId>& ordered) {
   std::vector<BlockId> uncached;
   for (BlockId id : ordered) {
     if (id == kNullBlock || --blocks_[ToIndex(id)].ref_count > 0) continue;
-    if (blocks_[ToIndex(id)].proofs.empty()) {
+    if (blocks_[ToIndex(id)].proofs.empty() &&
+        config_.free_order == FreeOrder::kPrependUncached) {
       uncached.push_back(id);
     } else {
       free_.push_back(id);

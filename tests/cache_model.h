@@ -4,7 +4,8 @@
 // resumable when every full block before p is proven by some cached block
 // holding exactly that prefix of the request, and, when p ends inside a page,
 // some cached block of that page proves a prefix of the request reaching at
-// least p. The free queue is a std::list following spec §1.3 literally.
+// least p. The free queue is a std::list following spec §1.3 literally (or,
+// with FreeOrder::kAppendAll, appending every freed block).
 //
 // It mirrors the real cache's observable choices (which duplicate a lookup
 // returns, which ids an allocation pops) so a test can compare both exactly.
@@ -25,6 +26,7 @@ struct ModelConfig {
   std::uint32_t hash_unit;
   std::uint32_t num_blocks;
   bool eagle;
+  FreeOrder free_order = FreeOrder::kPrependUncached;
 };
 
 struct ModelHit {

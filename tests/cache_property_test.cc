@@ -1,9 +1,9 @@
 // Property test: random sequences of lookups, chunked prefills, decode steps
 // with lookahead, frees and evictions, on random geometries (block sizes,
-// hash units dividing them, pool sizes, EAGLE on/off), checked step by step
-// against the brute-force CacheModel: hits and the blocks returned, the ids
-// every allocation takes, copies, the exact free queue, reference counts and
-// registrations, plus CheckInvariants().
+// hash units dividing them, pool sizes, EAGLE on/off, both free orders),
+// checked step by step against the brute-force CacheModel: hits and the
+// blocks returned, the ids every allocation takes, copies, the exact free
+// queue, reference counts and registrations, plus CheckInvariants().
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -26,18 +26,15 @@ struct Live {
 
 class Harness {
  public:
-  Harness(std::uint32_t unit, std::uint32_t block, std::uint32_t num_blocks,
-          bool eagle)
-      : cache_(
-            CacheConfig{.groups = {{.block_size = block,
-                                    .speculation = eagle ? Speculation::kEagle
-                                                         : Speculation::kNone}},
-                        .num_blocks = num_blocks,
-                        .keys = {.hash_unit = unit}}),
-        model_({.block_size = block,
-                .hash_unit = unit,
-                .num_blocks = num_blocks,
-                .eagle = eagle}) {}
+  explicit Harness(const testing::ModelConfig& c)
+      : cache_(CacheConfig{
+            .groups = {{.block_size = c.block_size,
+                        .speculation = c.eagle ? Speculation::kEagle
+                                               : Speculation::kNone}},
+            .num_blocks = c.num_blocks,
+            .keys = {.hash_unit = c.hash_unit},
+            .free_order = c.free_order}),
+        model_(c) {}
 
   void Admit(const std::vector<TokenId>& prompt) {
     history_.push_back(prompt);
@@ -145,7 +142,13 @@ RC_GTEST_PROP(CachePropertyTest, AgreesWithBruteForceModel, ()) {
   const auto block = unit * *rc::gen::element(1u, 2u, 4u);
   const auto num_blocks = *rc::gen::inRange(2u, 40u);
   const bool eagle = *rc::gen::arbitrary<bool>();
-  Harness h(unit, block, num_blocks, eagle);
+  const FreeOrder order =
+      *rc::gen::element(FreeOrder::kPrependUncached, FreeOrder::kAppendAll);
+  Harness h({.block_size = block,
+             .hash_unit = unit,
+             .num_blocks = num_blocks,
+             .eagle = eagle,
+             .free_order = order});
   const auto steps = *rc::gen::inRange(1, 40);
   for (int step = 0; step < steps; ++step) {
     const int op = *rc::gen::inRange(0, 100);

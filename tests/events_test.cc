@@ -2,6 +2,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
+
+#include "core/digest.h"
 #include "groups/full_attention.h"
 #include "test_util.h"
 
@@ -222,6 +226,67 @@ TEST(EventsTest, StoredEventsCarryTheSkippedContext) {
   EXPECT_EQ(states[1].skipped_token_ids, Range(8, 12));
   EXPECT_EQ(states[1].skipped_parent_block_hash, r.keys()[1]);
   EXPECT_EQ(states[1].parent_block_hash, r.keys()[2]);
+}
+
+// Spec §6.1: events carry a block's extra keys untagged, in the keys' order
+// (LoRA name, (identifier, offset) per item, salt, embeddings digest), and
+// never the LoRA path.
+TEST(EventsTest, StoredEventsCarryUntaggedExtraKeys) {
+  internal::CacheCore cache = MakeCache(4);
+  std::vector<std::uint8_t> embeds(40);
+  std::iota(embeds.begin(), embeds.end(), std::uint8_t{0});
+  const Request r(
+      {.id = RequestId{0},
+       .extras = {.lora_name = "x",
+                  .lora_path = "/a/x",
+                  .multimodal = {{"img", 10, 10}},
+                  .cache_salt = "s",
+                  .prompt_embeds = {.bytes = embeds, .bytes_per_token = 1}}},
+      Range(0, 40), cache.key_scheme());
+  AllocateAndCommit(cache, r, 40);
+  const std::vector<KvEvent> events = cache.TakeEvents();
+  ASSERT_EQ(events.size(), 1u);
+  const auto& stored = std::get<BlockStored>(events[0]);
+  const auto digest = [&](std::size_t from) {
+    const BlockHash d = internal::Sha256(std::span(embeds).subspan(from, 16));
+    EmbedsDigest out;
+    std::copy_n(d.bytes.begin(), out.size(), out.begin());
+    return EventExtraKey(out);
+  };
+  using Keys = std::vector<EventExtraKey>;
+  EXPECT_EQ(stored.lora_name, "x");
+  EXPECT_THAT(
+      stored.extra_keys,
+      ::testing::ElementsAre(
+          Keys{std::string("x"), EventItemOffset{"img", 10}, std::string("s"),
+               digest(0)},
+          Keys{std::string("x"), EventItemOffset{"img", -6}, digest(16)}));
+}
+
+// The skipped context's extra keys take the same untagged form.
+TEST(EventsTest, SkippedExtraKeysAreUntaggedToo) {
+  internal::CacheCore cache(
+      CacheConfig{.groups = {{.block_size = 4},
+                             {.kind = GroupKind::kRecurrent, .block_size = 4}},
+                  .num_blocks = 20,
+                  .keys = {.hash_unit = 4},
+                  .events = KvEventMode::kEnabled});
+  const Request r(
+      {.id = RequestId{0}, .extras = {.lora_name = "x", .cache_salt = "s"}},
+      Range(0, 9), cache.key_scheme());
+  AllocateAndCommit(cache, r, 8);
+  std::optional<BlockStored> state;
+  for (const KvEvent& event : cache.TakeEvents()) {
+    const auto& stored = std::get<BlockStored>(event);
+    if (stored.group == GroupId{1}) state = stored;
+  }
+  ASSERT_TRUE(state.has_value());
+  using Keys = std::vector<EventExtraKey>;
+  EXPECT_THAT(state->skipped_extra_keys,
+              ::testing::ElementsAre(
+                  Keys{std::string("x"), std::string("s")}));  // tokens 0-3
+  EXPECT_THAT(state->extra_keys,
+              ::testing::ElementsAre(Keys{std::string("x")}));  // tokens 4-7
 }
 
 }  // namespace

@@ -56,23 +56,6 @@ TEST(KeysTest, Sha256ChainMatchesReference) {
             "fedd9e4abebebbe6f6cf96b682f08d316063fe2f22a5c552192dd62904fcccac");
 }
 
-TEST(KeysTest, Sha256WithSaltMatchesReference) {
-  const KeyScheme scheme = Scheme(KeyFunction::kSha256Cbor);
-  const std::vector<ExtraKey> extra = {{.text = "salt1"}};
-  EXPECT_EQ(HashUnit(scheme, scheme.seed_key, Iota(0, 16), extra).Hex(),
-            "24e829cd266e3c8f3c3064abfb08233b5d0bb83ceeca8628dae8bd6166ea7941");
-}
-
-TEST(KeysTest, Sha256WithLoraAndMultimodalMatchesReference) {
-  const KeyScheme scheme = Scheme(KeyFunction::kSha256Cbor);
-  const std::vector<TokenId> tokens = {0,   1,     23,    24,     255,
-                                       256, 65535, 65536, 151935, 4294967295u};
-  const std::vector<ExtraKey> extra = {{.text = "lora-a"},
-                                       {.text = "aaa", .offset = -5}};
-  EXPECT_EQ(HashUnit(scheme, scheme.seed_key, tokens, extra).Hex(),
-            "c653d23660e39fd6549c8f9c13ab5391e005c2f61d5bc044270e69875819768e");
-}
-
 // The reference value is XXH3-128 over the same CBOR bytes as the SHA-256
 // vector above (whose parent is the SHA-256 seed key).
 TEST(KeysTest, Xxh3DigestOfReferenceInputMatches) {
@@ -97,40 +80,54 @@ TEST(KeysTest, Xxh3ChainUsesSixteenByteParents) {
             internal::Xxh3_128(input));
 }
 
-// The hand-written encoder agrees with nlohmann::json's CBOR writer.
+// The hand-written encoder agrees with nlohmann::json's CBOR writer, tagged
+// tuples included.
 TEST(KeysTest, CborInputAgreesWithJsonLibrary) {
   const KeyScheme scheme = Scheme(KeyFunction::kSha256Cbor);
   const std::vector<TokenId> tokens = {0,   23,    24,    255,
                                        256, 65535, 65536, 4294967295u};
+  EmbedsDigest digest;
+  std::iota(digest.begin(), digest.end(), std::uint8_t{0xa0});
   const std::vector<ExtraKey> extra = {
-      {.text = "lora"}, {.text = "img", .offset = -300}, {.text = "salt"}};
+      ExtraKey::Lora("lora", "/adapters/lora"),
+      ExtraKey::Multimodal("img", -300), ExtraKey::Multimodal("img2", 70000),
+      ExtraKey::CacheSalt("salt"), ExtraKey::PromptEmbeds(digest)};
   const std::vector<std::uint8_t> parent(scheme.seed_key.bytes.begin(),
                                          scheme.seed_key.bytes.end());
-  nlohmann::json expected = nlohmann::json::array(
-      {nlohmann::json::binary(parent), tokens,
-       nlohmann::json::array(
-           {"lora", nlohmann::json::array({"img", -300}), "salt"})});
+  using nlohmann::json;
+  const json expected = json::array(
+      {json::binary(parent), tokens,
+       json::array({json::array({"lora", "lora", "/adapters/lora"}),
+                    json::array({"mm", "img", -300}),
+                    json::array({"mm", "img2", 70000}),
+                    json::array({"cache_salt", "salt"}),
+                    json::array({"prompt_embeds",
+                                 json::binary(std::vector<std::uint8_t>(
+                                     digest.begin(), digest.end()))})})});
   EXPECT_EQ(UnitKeyInput(scheme, scheme.seed_key, tokens, extra),
-            nlohmann::json::to_cbor(expected));
+            json::to_cbor(expected));
 }
 
 TEST(KeysTest, UnitExtraKeysFollowReferenceOrderAndOffsets) {
   // V-18's items: (offset 11, len 10, "aaa"), (30, 18, "bbb"), (48, 7, "ccc").
   const KeyExtras extras = {
       .lora_name = "lora-a",
+      .lora_path = "/a",
       .multimodal = {{"aaa", 11, 10}, {"bbb", 30, 18}, {"ccc", 48, 7}},
       .cache_salt = "salt1"};
+  const ExtraKey lora = ExtraKey::Lora("lora-a", "/a");
   using ::testing::ElementsAre;
-  EXPECT_THAT(
-      UnitExtraKeys(extras, 0, 16),
-      ElementsAre(ExtraKey{"lora-a"}, ExtraKey{"aaa", 11}, ExtraKey{"salt1"}));
+  EXPECT_THAT(UnitExtraKeys(extras, 0, 16),
+              ElementsAre(lora, ExtraKey::Multimodal("aaa", 11),
+                          ExtraKey::CacheSalt("salt1")));
   EXPECT_THAT(UnitExtraKeys(extras, 16, 32),
-              ElementsAre(ExtraKey{"lora-a"}, ExtraKey{"aaa", -5},
-                          ExtraKey{"bbb", 14}));
+              ElementsAre(lora, ExtraKey::Multimodal("aaa", -5),
+                          ExtraKey::Multimodal("bbb", 14)));
   EXPECT_THAT(UnitExtraKeys(extras, 32, 48),
-              ElementsAre(ExtraKey{"lora-a"}, ExtraKey{"bbb", -2}));
+              ElementsAre(lora, ExtraKey::Multimodal("bbb", -2)));
   EXPECT_THAT(UnitExtraKeys(extras, 48, 64),
-              ElementsAre(ExtraKey{"lora-a"}, ExtraKey{"ccc", 0}));
+              ElementsAre(lora, ExtraKey::Multimodal("ccc", 0)));
+  EXPECT_THAT(UnitExtraKeys(extras, 64, 80), ElementsAre(lora));
 }
 
 TEST(KeysTest, RequestKeysGrowIncrementallyAndMatchOneShot) {

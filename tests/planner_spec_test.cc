@@ -22,6 +22,16 @@ ModelSpec Preset(std::string_view name) {
   return *model;
 }
 
+// The worked TP2 example's deployment (spec §5.5): glm53-flash-like with a
+// DFlash2 draft of 7 speculative tokens whose own cache layers the
+// deployment log does not count (the preset's draft is the GB10
+// deployment's: 5 tokens and a sliding-window draft group).
+ModelSpec WorkedExampleModel() {
+  ModelSpec model = Preset("glm53-flash-like");
+  model.draft = {.speculative_tokens = 7};
+  return model;
+}
+
 std::vector<std::uint32_t> LayerCounts(const Plan& plan) {
   std::vector<std::uint32_t> counts;
   for (const GroupPlan& g : plan.groups) counts.push_back(g.num_layers);
@@ -168,7 +178,7 @@ TEST(SpecPlanner, V96RebalancingCost) {
 // TP2, 262,144 tokens, DFlash2 draft (7 speculative tokens), DCP1.
 TEST(SpecPlanner, WorkedTp2ExampleFromThePreset) {
   Result<Plan> plan = PlanCapacity(
-      Preset("glm53-flash-like"), {2048, 256, 256},
+      WorkedExampleModel(), {2048, 256, 256},
       {.tp = 2, .budget_bytes = 64 * kGiB, .context_tokens = 262'144});
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_EQ(LayerSlot(*plan, LayerKind::kMla), 1'148'928u);
@@ -189,7 +199,7 @@ TEST(SpecPlanner, WorkedTp2ExampleFromThePreset) {
 
 // The MTP-3 layout (3 speculative tokens) of the same state: 2,244,608 B.
 TEST(SpecPlanner, GlmStateFollowsTheSpeculativeTokens) {
-  Result<Plan> plan = PlanCapacity(Preset("glm53-flash-like"), {2048, 256, 256},
+  Result<Plan> plan = PlanCapacity(WorkedExampleModel(), {2048, 256, 256},
                                    {.tp = 2,
                                     .budget_bytes = 64 * kGiB,
                                     .context_tokens = 262'144,

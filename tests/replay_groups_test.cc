@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,31 @@ TEST(ReplayGroupsTest, AlignModeKeepsStatesAtChunkEnds) {
   EXPECT_EQ(per_block.hit_tokens, full.hit_tokens);
   EXPECT_LT(whole.hit_tokens, full.hit_tokens);
   EXPECT_LT(whole.groups[1].cached_blocks, per_block.groups[1].cached_blocks);
+}
+
+// One 4,097-token prompt sent twice, 2048-token blocks and hash unit, the
+// attention group feeding a draft model: the resend's lookup proves 4096
+// and rewinds one block, so it resumes from the state at 2048. Spec §7.3
+// stops the first chunk there under every retention, whether the recurrent
+// kernel exports the prompt's checkpoint or not (with dense retention an
+// exported checkpoint needs no stop).
+TEST(ReplayGroupsTest, ResendReusesTheRewoundCheckpointUnderEveryRetention) {
+  const TraceRequest prompt{.input_length = 4097,
+                            .hash_ids = {1, 2, 3, 4, 5, 6, 7, 8, 9}};
+  const std::vector<TraceRequest> trace = {prompt, prompt};
+  for (const char* groups : {"full:2048:eagle,recurrent:2048:export",
+                             "full:2048:eagle,recurrent:2048"}) {
+    for (const std::optional<std::uint32_t> retention :
+         {std::optional<std::uint32_t>{}, std::optional<std::uint32_t>{0},
+          std::optional<std::uint32_t>{4096}}) {
+      const ReplayResult result =
+          testing::Replayed(trace, {.hash_unit = 2048,
+                                    .groups = Groups(groups),
+                                    .retention_interval = retention});
+      EXPECT_EQ(result.hit_tokens, 2048u)
+          << groups << ", retention " << retention.value_or(~0u);
+    }
+  }
 }
 
 TEST(ReplayGroupsTest, EagleLowersEveryNonZeroHitByOneUnit) {

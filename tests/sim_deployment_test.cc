@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 
 #include "hkv/deployment.h"
 
@@ -31,25 +32,75 @@ std::size_t CountKind(const CacheConfig& config, GroupKind kind) {
 }
 
 // The built-in comparison's deployments, as the planner lays them out
-// (hkv plan --model glm53-flash-like --tp 4 --budget 33GiB --context 262144).
+// (hkv plan --model glm53-flash-like --tp 4 --budget 33GiB --context 262144
+// --max-batched-tokens 8192): the model's DFlash draft adds a sliding-window
+// group that rewinds a hit by one unit, and 5 speculative state blocks.
 TEST(DeploymentTest, ResolvesTheBuiltInComparisonThroughThePlanner) {
-  Result<CacheConfig> fine = ResolveCacheConfig({.target_block = 2048});
+  Result<ResolvedDeployment> fine = ResolveDeployment({.target_block = 2048});
   ASSERT_TRUE(fine.has_value()) << fine.error().message;
-  EXPECT_EQ(fine->num_blocks, 2803u);
-  ASSERT_EQ(fine->groups.size(), 5u);  // recurrent [9, 9, 8, 8], MLA [11]
-  EXPECT_EQ(CountKind(*fine, GroupKind::kRecurrent), 4u);
-  for (const GroupSpec& g : fine->groups) {
+  // 33 GiB over the 12,638,208-byte stride of 11 MLA pages of 2048 tokens.
+  EXPECT_EQ(fine->cache.num_blocks, 2803u);
+  ASSERT_EQ(fine->cache.groups.size(), 6u);  // recurrent x4, MLA, draft
+  EXPECT_EQ(CountKind(fine->cache, GroupKind::kRecurrent), 4u);
+  for (const GroupSpec& g : fine->cache.groups) {
     EXPECT_EQ(g.block_size, g.kind == GroupKind::kRecurrent ? 256u : 2048u);
     if (g.kind == GroupKind::kRecurrent) {
-      EXPECT_EQ(g.speculative_blocks, 7u);  // the DFlash2 draft's tokens
+      EXPECT_EQ(g.speculative_blocks, 5u);  // the DFlash2 draft's tokens
     }
+    EXPECT_EQ(g.speculation == Speculation::kEagle,
+              g.kind == GroupKind::kSlidingWindow);
   }
-  EXPECT_EQ(fine->keys.hash_unit, 256u);
+  EXPECT_EQ(fine->cache.keys.hash_unit, 256u);
+  EXPECT_THAT(fine->description, HasSubstr("sliding[5]/2048 (draft"));
   Result<CacheConfig> small = ResolveCacheConfig(
       {.target_block = 256, .recurrent_block = 256, .hash_unit = 256});
   ASSERT_TRUE(small.has_value());
-  EXPECT_EQ(small->num_blocks, 6043u);  // rebalanced: 7 recurrent groups
+  // The rebalanced 7 recurrent groups of 5 layers set the stride:
+  // 5 x 1,146,880 B rounded up to 8448 B = 5,736,192 B; 33 GiB holds 6177.
+  EXPECT_EQ(small->num_blocks, 6177u);
   EXPECT_EQ(CountKind(*small, GroupKind::kRecurrent), 7u);
+}
+
+// The GB10 deployment's capacity, as the engine logs it and as whole
+// requests (calibration file: 4,297,015 tokens, 16.39x at 262,144). Blocks
+// per request at 2048/256/256: 128 MLA + 4 recurrent groups x (2 + 5 + 1)
+// + the draft window ceil((2048 - 1 + 5 + 16384) / 2048) + 1 = 171.
+TEST(DeploymentTest, Gb10CapacityInBothForms) {
+  Result<DeploymentPreset> gb10 = LoadDeploymentPreset("glm53-flash-gb10x4");
+  ASSERT_TRUE(gb10) << gb10.error().message;
+  Result<ResolvedDeployment> d = ResolveDeployment(gb10->spec);
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->capacity.blocks, 2803u);
+  EXPECT_EQ(d->capacity.blocks_per_request, 171u);
+  EXPECT_EQ(d->capacity.engine_pool_tokens, 2803u * 262144u / 171u);
+  EXPECT_EQ(d->capacity.engine_pool_tokens, 4'297'015u);
+  EXPECT_NEAR(d->capacity.engine_max_concurrency, 16.39, 0.005);
+  EXPECT_EQ(d->capacity.whole_requests, 2802u / 171u);
+}
+
+TEST(DeploymentTest, PresetsLoadAndBadOnesAreNamed) {
+  EXPECT_THAT(DeploymentPresetNames(),
+              ::testing::ElementsAre("glm53-flash-gb10x4",
+                                     "glm53-flash-rtx6000x4-dcp1-mtp",
+                                     "glm53-flash-rtx6000x4-dcp4-dflash"));
+  for (const std::string& name : DeploymentPresetNames()) {
+    Result<DeploymentPreset> p = LoadDeploymentPreset(name);
+    ASSERT_TRUE(p) << p.error().message;
+    EXPECT_EQ(p->cost.name, name);
+    EXPECT_TRUE(ResolveDeployment(p->spec).has_value()) << name;
+  }
+  EXPECT_THAT(LoadDeploymentPreset("nope").error().message,
+              HasSubstr("glm53-flash-gb10x4"));
+  EXPECT_THAT(
+      ParseDeploymentPreset(R"({"name": "x", "tp": "four"})").error().message,
+      HasSubstr("deployment preset"));
+  EXPECT_THAT(
+      ParseDeploymentPreset(R"({"name": "x", "bogus": 1})").error().message,
+      HasSubstr("bogus"));
+  EXPECT_THAT(ParseDeploymentPreset(R"({"name": "x", "draft_rewind": "half"})")
+                  .error()
+                  .message,
+              HasSubstr("draft_rewind"));
 }
 
 TEST(DeploymentTest, PlannerErrorsPassThrough) {

@@ -306,9 +306,11 @@ TEST_F(SpecBasicsTest, V18_MultimodalItemsEnterTheKeys) {
             cache_->key_scheme());
   const KeyScheme& s = cache_->key_scheme();
   const std::span<const TokenId> t(tokens);
-  const std::vector<ExtraKey> e0 = {{"aaa", 11}},
-                              e1 = {{"aaa", -5}, {"bbb", 14}},
-                              e2 = {{"bbb", -2}}, e3 = {{"ccc", 0}};
+  // (("mm", identifier, offset - unit start), ...) per unit.
+  const auto mm = ExtraKey::Multimodal;
+  const std::vector<ExtraKey> e0 = {mm("aaa", 11)},
+                              e1 = {mm("aaa", -5), mm("bbb", 14)},
+                              e2 = {mm("bbb", -2)}, e3 = {mm("ccc", 0)};
   const BlockHash h0 = HashUnit(s, s.seed_key, t.subspan(0, 16), e0);
   const BlockHash h1 = HashUnit(s, h0, t.subspan(16, 16), e1);
   const BlockHash h2 = HashUnit(s, h1, t.subspan(32, 16), e2);
@@ -340,7 +342,7 @@ TEST_F(SpecBasicsTest, V19_CacheSaltIsolatesTheChain) {
   };
   const Request r0 = salted(0, "salt1");
   const KeyScheme& s = cache_->key_scheme();
-  const std::vector<ExtraKey> salt = {{"salt1"}};
+  const std::vector<ExtraKey> salt = {ExtraKey::CacheSalt("salt1")};
   const BlockHash h0 =
       HashUnit(s, s.seed_key, std::span(tokens).first(16), salt);
   EXPECT_EQ(r0.keys()[0], h0);

@@ -124,6 +124,37 @@ TEST(SpecPitfallsTest, Item15_Xxh3SeedIsRandomUnlessSet) {
   EXPECT_EQ(MakeKeyScheme({})->seed_key, MakeKeyScheme({})->seed_key);
 }
 
+// Item 16 (spec §3.4.2, the same-step guard) in recurrent all mode: a state
+// committed in this step is only written by this step's forward, so a
+// lookup in the same step finds it but the allocation adopting it is
+// refused; after FinishStep() it is adopted. (V-59 covers align mode.)
+TEST(SpecPitfallsTest, Item16_AllModeStateOfThisStepIsNotAdopted) {
+  internal::CacheCore cache(
+      {.groups = {{.block_size = 4},
+                  {.kind = GroupKind::kRecurrent,
+                   .block_size = 4,
+                   .recurrent_mode = RecurrentMode::kAll}},
+       .num_blocks = 40,
+       .keys = {.hash_unit = 4}});
+  const KeyScheme& scheme = cache.key_scheme();
+  const Request owner({.id = RequestId{1}}, Range(0, 12), scheme);
+  ASSERT_TRUE(cache.Allocate(owner, {.num_new_tokens = 12}));
+  cache.Commit(owner, 12);  // states at 4, 8 and 12, registered this step
+  const Request r({.id = RequestId{2}}, Range(0, 16), scheme);
+  CacheHit hit = cache.Lookup(r);
+  ASSERT_EQ(hit.num_tokens, 12u);
+  const std::uint32_t free_blocks = cache.pool().num_free_blocks();
+  EXPECT_FALSE(cache.Allocate(r, {.num_new_tokens = 4, .hit = &hit}));
+  EXPECT_FALSE(cache.HoldsBlocks(r.id()));
+  EXPECT_EQ(cache.pool().num_free_blocks(), free_blocks);
+  cache.FinishStep();
+  hit = cache.Lookup(r);
+  ASSERT_EQ(hit.num_tokens, 12u);
+  EXPECT_TRUE(cache.Allocate(r, {.num_new_tokens = 4, .hit = &hit}));
+  EXPECT_EQ(Table(cache, r.id(), 1)[2], hit.blocks[1][2]);
+  EXPECT_TRUE(cache.CheckInvariants());
+}
+
 // Item 19: under async scheduling, window blocks that in-flight steps still
 // read stay.
 TEST(SpecPitfallsTest, Item19_InFlightTokensKeepTheirWindowBlocks) {

@@ -127,6 +127,9 @@ struct CacheConfig {
   std::optional<std::uint32_t> retention_interval = std::nullopt;
   PrefixCaching caching = PrefixCaching::kEnabled;
   KvEventMode events = KvEventMode::kDisabled;
+  // Where freed blocks without a key go (spec §1.3): the front of the free
+  // queue (default), or, with kAppendAll, the back like every other block.
+  FreeOrder free_order = FreeOrder::kPrependUncached;
   std::uint32_t max_model_len = std::numeric_limits<std::uint32_t>::max();
   // Tokens scheduled but not yet processed, at most (the step's chunk
   // included); unset: max_model_len. Bounds window groups' blocks for

@@ -1,18 +1,28 @@
 // The simulator's cost model: how long one engine step takes, as a linear
 // function of what the step computes. The times it gives are modelled, not
-// measured; the presets say which published figures they are fitted to.
+// measured; each deployment preset (data/deployments/) says which measured
+// figures its coefficients are fitted to (docs/calibration.md).
 //
-//   step seconds = step_s                                   (if anything runs)
-//                + prefill_token_s     x prefill tokens
-//                + prefill_attention_s x prefill attention pairs
-//                + decode_token_s      x decode tokens (drafts included)
-//                + decode_context_s    x decode context tokens
+//   step seconds = step_s                          (if anything runs)
+//     + request_s            x requests scheduled in the step
+//     + admission_s          x requests admitted for the first time
+//     + prefill_token_s      x prefill tokens
+//     + prefill_attention_s  x prefill attention pairs on one DCP rank
+//     + state_write_s        x recurrent state bytes written in the step
+//     + decode_token_s       x decode tokens (the fed token and drafts)
+//     + draft_token_s        x draft tokens proposed
+//     + decode_context_s     x context tokens decodes read on one DCP rank
+//     + copy_byte_s          x copy-on-write bytes copied
 //
 // A prefill chunk computing positions [s, e) of a request adds e - s prefill
 // tokens and sum_{p=s}^{e-1} (p + 1) attention pairs (each token attends to
-// itself and everything before it). A decode of n tokens (the last sampled
-// token plus drafts) at c computed tokens adds n decode tokens and c + n
-// context tokens.
+// itself and everything before it), divided by the DCP width when attention
+// is sharded. A recurrent group with R-token blocks writes one state page at
+// every multiple of R the chunk reaches (floor(e / R) - floor(s / R) pages of
+// the group's bytes): that is what makes fine recurrent pages slower. A
+// decode of n tokens (the last sampled token plus drafts) at c computed
+// tokens adds n decode tokens, n - 1 draft tokens and (c + n) / dcp context
+// tokens; its acceptances are drawn by the engine (hkv/simulator.h).
 //
 // Thread-safety: value types and pure functions.
 //
@@ -23,6 +33,7 @@
 //                                      PrefillAttentionPairs(0, 8192)});
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -36,39 +47,71 @@ struct CostModel {
   std::string name = "custom";
   double step_s = 0.0;               // fixed cost of a step that runs
   double prefill_token_s = 0.0;      // per prefill token
-  double prefill_attention_s = 0.0;  // per (query, key) pair of prefill
+  double prefill_attention_s = 0.0;  // per (query, key) pair on one rank
   double decode_token_s = 0.0;       // per decode token, drafts included
   double decode_context_s = 0.0;     // per context token a decode reads
+  double request_s = 0.0;            // per request scheduled in a step
+  double admission_s = 0.0;          // once per request, at admission
+  double state_write_s = 0.0;        // per recurrent state byte written
+  double draft_token_s = 0.0;        // per draft token proposed
+  double copy_byte_s = 0.0;          // per copy-on-write byte copied
 
   // kInvalidArgument naming a coefficient that is negative or not finite.
   [[nodiscard]] Result<void> Validate() const;
 };
 
+// The coefficients' names, in declaration order (the keys of --cost, cost
+// files and the deployment presets' "cost" objects).
+inline constexpr std::array<std::string_view, 10> kCostCoefficients = {
+    "step_s",         "prefill_token_s",  "prefill_attention_s",
+    "decode_token_s", "decode_context_s", "request_s",
+    "admission_s",    "state_write_s",    "draft_token_s",
+    "copy_byte_s"};
+
 // What one step computes, summed over its requests.
 struct StepShape {
   std::uint64_t prefill_tokens = 0;
-  double prefill_attention_pairs = 0.0;
-  std::uint64_t decode_tokens = 0;
-  std::uint64_t decode_context_tokens = 0;
+  double prefill_attention_pairs = 0.0;     // on one DCP rank
+  std::uint64_t decode_tokens = 0;          // fed tokens and drafts
+  std::uint64_t decode_context_tokens = 0;  // on one DCP rank
+  std::uint32_t requests = 0;               // scheduled in the step
+  std::uint32_t admissions = 0;             // first admissions
+  std::uint64_t state_bytes_written = 0;    // recurrent pages written
+  std::uint64_t draft_tokens = 0;           // drafts among decode tokens
+  std::uint64_t copies = 0;                 // copy-on-write block copies
+  std::uint64_t copy_bytes = 0;             // their bytes (0: unknown)
+  std::uint64_t sampled_tokens = 0;  // outputs the step produced (not a cost)
 
   bool IsEmpty() const { return prefill_tokens == 0 && decode_tokens == 0; }
 };
 
+// The shape's value for coefficient `i` of kCostCoefficients (1 for step_s
+// of a non-empty step).
+double Feature(const StepShape& shape, std::size_t i);
+
+// Coefficient `i` of kCostCoefficients.
+double Coefficient(const CostModel& model, std::size_t i);
+
 // sum_{p=start}^{end-1} (p + 1). REQUIRES: start <= end.
 double PrefillAttentionPairs(std::uint64_t start, std::uint64_t end);
+
+// Recurrent block boundaries a chunk [start, end) reaches: floor(end /
+// block) - floor(start / block). REQUIRES: block > 0, start <= end.
+std::uint64_t BoundariesReached(std::uint64_t start, std::uint64_t end,
+                                std::uint64_t block);
 
 // The modelled duration of a step of `shape`; 0 for an empty step.
 double StepSeconds(const CostModel& model, const StepShape& shape);
 
-// The preset called `name`; kNotFound listing the presets otherwise.
+// The cost model of deployment preset `name` (data/deployments/); kNotFound
+// listing the presets otherwise.
 [[nodiscard]] Result<CostModel> CostModelPreset(std::string_view name);
 
 // Names of the presets, for help texts.
 std::vector<std::string> CostModelPresetNames();
 
-// Sets the coefficient called `key` (a member name above, e.g.
-// "decode_context_s"). kInvalidArgument for an unknown key or a negative or
-// non-finite value.
+// Sets the coefficient called `key` (a name of kCostCoefficients).
+// kInvalidArgument for an unknown key or a negative or non-finite value.
 [[nodiscard]] Result<void> SetCostCoefficient(CostModel& model,
                                               std::string_view key,
                                               double value);
@@ -78,5 +121,8 @@ std::vector<std::string> CostModelPresetNames();
 // JSON object, an unknown key or a value that is not a number.
 [[nodiscard]] Result<CostModel> ApplyCostJson(CostModel model,
                                               std::string_view json_text);
+
+// The coefficients as a JSON object text (every key of kCostCoefficients).
+std::string CostJson(const CostModel& model);
 
 }  // namespace hkv

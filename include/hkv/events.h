@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -19,6 +20,25 @@
 #include "hkv/types.h"
 
 namespace hkv {
+
+// A multimodal item in an event's extra keys: its identifier and its start
+// relative to the block's first token.
+struct EventItemOffset {
+  std::string identifier;
+  std::int64_t offset = 0;
+
+  friend bool operator==(const EventItemOffset&,
+                         const EventItemOffset&) = default;
+};
+
+// One element of a block's extra keys in a KV event: untagged, as spec §6.1
+// has them (unlike the tagged tuples the key digests, keys.h): the LoRA
+// name or the cache salt as text, a multimodal item's identifier and
+// offset, or a prompt-embeddings digest. A LoRA path is not reported.
+using EventExtraKey = std::variant<std::string, EventItemOffset, EmbedsDigest>;
+
+// The event form of a unit's extra keys, in the same order.
+std::vector<EventExtraKey> EventExtraKeys(std::span<const ExtraKey> keys);
 
 // A run of consecutive blocks of one request became reusable. For a partial
 // entry the run is the single hash unit ending at the entry's boundary.
@@ -29,8 +49,8 @@ struct BlockStored {
   std::uint32_t block_size = 0;         // tokens per hash in block_hashes
   std::optional<std::uint32_t> lora_id = std::nullopt;
   std::optional<std::string> lora_name = std::nullopt;
-  // One entry per hash: its extra keys, or none.
-  std::vector<std::optional<std::vector<ExtraKey>>> extra_keys = {};
+  // One entry per hash: its block's extra keys, or none.
+  std::vector<std::optional<std::vector<EventExtraKey>>> extra_keys = {};
   GroupId group{0};
   // The group's kind ("full_attention", ...) and, for sliding-window
   // groups, the window; none for pool-level events.
@@ -44,7 +64,8 @@ struct BlockStored {
   // (none at 0) and one extra-key entry per hash unit of the span.
   std::optional<BlockHash> skipped_parent_block_hash = std::nullopt;
   std::vector<TokenId> skipped_token_ids = {};
-  std::vector<std::optional<std::vector<ExtraKey>>> skipped_extra_keys = {};
+  std::vector<std::optional<std::vector<EventExtraKey>>> skipped_extra_keys =
+      {};
 };
 
 // Keys left the cache (eviction, replacement by a longer entry); one hash per

@@ -28,4 +28,9 @@ inline constexpr std::uint64_t kMaxRequestsPerWorkload = std::uint64_t{1} << 20;
 // 10 M-token request holds about 20,000 hash ids, under 200 kB).
 inline constexpr std::uint64_t kMaxTraceLineBytes = std::uint64_t{1} << 20;
 
+// Bytes of one token list read by `hkv keys` (a JSON array): 16 per token of
+// kMaxTokensPerRequest (256 MiB); the longest id with its comma takes 11.
+inline constexpr std::uint64_t kMaxTokenListBytes =
+    std::uint64_t{kMaxTokensPerRequest} * 16;
+
 }  // namespace hkv

@@ -61,6 +61,8 @@ struct ReplayOptions {
   std::uint32_t max_num_batched_tokens = 8192;
   // CacheConfig::retention_interval: unset dense, 0 resend positions only.
   std::optional<std::uint32_t> retention_interval = std::nullopt;
+  // CacheConfig::free_order.
+  FreeOrder free_order = FreeOrder::kPrependUncached;
   // Called with (requests done, total) after every 1000 requests and once at
   // the end. Empty: no calls.
   std::function<void(std::size_t done, std::size_t total)> progress = {};

@@ -42,6 +42,8 @@ struct RequestOptions {
 class Request {
  public:
   // O(prompt length): keys every complete unit of the prompt.
+  // REQUIRES: options.extras.Validate() succeeds; hash_unit >= 1.
+  // Violations throw UsageError.
   Request(RequestOptions options, std::span<const TokenId> prompt,
           const KeyScheme& scheme);
 

@@ -70,13 +70,20 @@ struct SimulationOptions {
   SpeculativeDecoding speculation = {};
   ArrivalMode arrivals = ArrivalMode::kOpenLoop;
   std::uint32_t concurrency = 16;  // closed loop: requests in the system
+  // Per cache group: the bytes one block holds on one rank (a recurrent
+  // group's: one state of all its layers), which price state writes and
+  // copy-on-write copies. Empty: unknown, those features count 0 bytes.
+  std::vector<std::uint64_t> page_bytes = {};
+  // Keep every step's shape in SimulationResult::step_shapes (calibration
+  // re-prices a run under other coefficients).
+  bool record_steps = false;
   // Called with (finished requests, total) every 256 finished requests
   // and at the end. Empty: no calls.
   std::function<void(std::size_t done, std::size_t total)> progress = {};
 
   // kInvalidArgument naming the field: the cache config's own errors, a
   // budget, seat count or concurrency of 0, an acceptance rate outside
-  // [0, 1], or an invalid cost model.
+  // [0, 1], an invalid cost model, or page bytes not one per group.
   [[nodiscard]] Result<void> Validate() const;
 };
 
@@ -112,6 +119,11 @@ struct RequestMetrics {
   std::uint32_t reused_tokens = 0;  // hit at first admission
   std::uint32_t output_tokens = 0;
   std::uint32_t preemptions = 0;
+  // Step indices (from 0): the first step after the arrival, the step that
+  // produced the first token, the step that finished the request.
+  std::uint64_t arrival_step = 0;
+  std::uint64_t first_token_step = 0;
+  std::uint64_t finish_step = 0;
 };
 
 // Blocks holding a prefix key, per group (index = group id), at a time.
@@ -167,6 +179,9 @@ struct SimulationResult {
   std::array<std::array<CallTimes, kNumHitClasses>, kNumManagerCalls>
       manager_ns = {};
   std::vector<RequestMetrics> per_request = {};  // by workload index
+  // What the steps computed, summed, and (with record_steps) step by step.
+  StepShape totals = {};
+  std::vector<StepShape> step_shapes = {};
 };
 
 // Simulates `workload` under `options`.

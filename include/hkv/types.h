@@ -1,4 +1,5 @@
-// Vocabulary types shared by every hkv header: strong ids and block hashes.
+// Vocabulary types shared by every hkv header: strong ids, block hashes and
+// the free-queue order.
 //
 // Thread-safety: plain value types.
 //
@@ -50,6 +51,18 @@ struct BlockCopy {
   GroupId group;
 
   friend bool operator==(const BlockCopy&, const BlockCopy&) = default;
+};
+
+// Where a free puts the blocks whose reference count drops to 0 (spec §1.3).
+// Keyed blocks always go to the back of the free queue, in the order freed,
+// and stay findable until they are evicted from its front.
+enum class FreeOrder {
+  // Blocks without a key go to the front, keeping their order: they are
+  // reused first (the reference fork's order).
+  kPrependUncached,
+  // Every block goes to the back (upstream vLLM and older fork commits), so
+  // a differential run against such an engine matches block for block.
+  kAppendAll,
 };
 
 constexpr std::uint32_t ToIndex(BlockId id) {

@@ -23,6 +23,19 @@ def _key_function(value):
     return value
 
 
+_FREE_ORDERS = {"prepend_uncached": _hkv.FreeOrder.PREPEND_UNCACHED,
+                "append_all": _hkv.FreeOrder.APPEND_ALL}
+
+
+def _free_order(value):
+    if isinstance(value, _hkv.FreeOrder):
+        return value
+    if value not in _FREE_ORDERS:
+        raise _hkv.UsageError(f"free_order {value!r} is not one of "
+                              f"{sorted(_FREE_ORDERS)}")
+    return _FREE_ORDERS[value]
+
+
 class KVCacheManager:
     """The KV-cache manager of one engine.
 
@@ -32,12 +45,17 @@ class KVCacheManager:
     DCP-scaled). ``key_function``: ``"sha256_cbor"`` (the reference's) or
     ``"xxh3_128_cbor"``; ``seed`` fixes the chain's seed. ``max_model_len``,
     ``max_in_flight_tokens`` and ``retention_interval`` are CacheConfig's.
+    ``free_order``: where freed blocks without a key go,
+    ``"prepend_uncached"`` (the front of the free queue, the reference
+    fork's order) or ``"append_all"`` (the back, upstream vLLM's), or an
+    hkv.FreeOrder.
     Raises hkv.Error for a config CacheConfig::Validate rejects.
     """
 
     def __init__(self, groups, num_blocks, hash_unit=None, dcp=1,
                  key_function="sha256_cbor", enable_caching=True,
-                 enable_kv_cache_events=False, seed=None, **limits):
+                 enable_kv_cache_events=False, seed=None,
+                 free_order="prepend_uncached", **limits):
         config = _hkv.CacheConfig()
         config.groups = make_groups(groups)
         config.num_blocks = num_blocks
@@ -51,6 +69,7 @@ class KVCacheManager:
                           else _hkv.PrefixCaching.DISABLED)
         config.events = (_hkv.KvEventMode.ENABLED if enable_kv_cache_events
                          else _hkv.KvEventMode.DISABLED)
+        config.free_order = _free_order(free_order)
         for key in ("max_model_len", "max_in_flight_tokens",
                     "retention_interval"):
             if limits.get(key) is not None:

@@ -123,6 +123,23 @@ def make_groups(groups):
     return [make_group(g) for g in groups]
 
 
+def _prompt_embeds(embeds):
+    """A PromptEmbeds from what Request accepts (see there)."""
+    if embeds is None:
+        return _hkv.PromptEmbeds(b"", 0)
+    if isinstance(embeds, _hkv.PromptEmbeds):
+        return embeds
+    if isinstance(embeds, tuple):
+        data, bytes_per_token = embeds
+        return _hkv.PromptEmbeds(bytes(data), bytes_per_token)
+    view = memoryview(embeds)
+    if view.ndim != 2 or view.shape[0] == 0:
+        raise _hkv.UsageError(
+            "prompt_embeds must be 2-D (tokens x hidden) with at least one "
+            f"row, not of shape {view.shape}")
+    return _hkv.PromptEmbeds(view.tobytes(), view.nbytes // view.shape[0])
+
+
 class Request(_hkv.Request):
     """A request's token ids (prompt, then accepted outputs) and the chained
     keys of its complete hash units, which grow with the tokens.
@@ -131,14 +148,20 @@ class Request(_hkv.Request):
     ``key_scheme``), or call ``manager.make_request(...)``. ``request_id`` is
     any hashable; hkv numbers requests internally (``id``).
     ``mm_features`` are ``(identifier, offset, length)`` triples or
-    ``MultimodalItem``s sorted by offset.
+    ``MultimodalItem``s sorted by offset. ``lora_path`` goes with
+    ``lora_name`` into every unit's key. ``prompt_embeds``: the prompt's
+    embeddings, one row per prompt token, as a 2-D buffer (a numpy array;
+    for a torch tensor ``t.contiguous().view(torch.uint8).numpy()``), a
+    ``(bytes, bytes_per_token)`` pair or a ``PromptEmbeds``; each unit's key
+    holds the SHA-256 of its rows' raw bytes.
     """
 
     _next_id = itertools.count()
 
     def __init__(self, request_id, prompt_token_ids, manager=None, *,
-                 key_scheme=None, lora_name=None, lora_id=None,
-                 cache_salt=None, mm_features=(),
+                 key_scheme=None, lora_name=None, lora_path=None,
+                 lora_id=None, cache_salt=None, mm_features=(),
+                 prompt_embeds=None,
                  skip_reading_prefix_cache=False, full_events=False):
         if key_scheme is None:
             if manager is None:
@@ -147,7 +170,10 @@ class Request(_hkv.Request):
             key_scheme = manager.key_scheme
         items = [m if isinstance(m, _hkv.MultimodalItem)
                  else _hkv.MultimodalItem(*m) for m in mm_features]
-        extras = _hkv.KeyExtras(lora_name or "", items, cache_salt or "")
+        extras = _hkv.KeyExtras(
+            lora_name=lora_name or "", lora_path=lora_path or "",
+            multimodal=items, cache_salt=cache_salt or "",
+            prompt_embeds=_prompt_embeds(prompt_embeds))
         super().__init__(
             next(Request._next_id), prompt_token_ids, key_scheme, extras,
             _hkv.CacheRead.SKIPPED if skip_reading_prefix_cache

@@ -13,7 +13,7 @@ Example::
     r = hkv.simulate(workload="fanout:requests=8,prefix=4096",
                      groups="full:2048,recurrent:256", hash_unit=256,
                      num_blocks=500)
-    r["table"]["reused_tokens"]          # "24576"
+    r["table"]["reused_tokens"]          # 24576
     runs = hkv.compare(limit=200)        # the built-in comparison, cut
 """
 

@@ -11,6 +11,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -32,6 +33,11 @@ class ResultError : public std::runtime_error {
  private:
   ErrorCode code_;
 };
+
+// Raw bytes (digests, embeddings) as Python bytes.
+inline py::bytes AsBytes(std::span<const std::uint8_t> bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
 
 // The value of `result`, or throws its error as ResultError.
 template <typename T>

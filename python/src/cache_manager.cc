@@ -31,6 +31,9 @@ void BindEnums(py::module_& m) {
   py::enum_<PrefixCaching>(m, "PrefixCaching")
       .value("ENABLED", PrefixCaching::kEnabled)
       .value("DISABLED", PrefixCaching::kDisabled);
+  py::enum_<FreeOrder>(m, "FreeOrder")
+      .value("PREPEND_UNCACHED", FreeOrder::kPrependUncached)
+      .value("APPEND_ALL", FreeOrder::kAppendAll);
   py::enum_<KvEventMode>(m, "KvEventMode")
       .value("DISABLED", KvEventMode::kDisabled)
       .value("ENABLED", KvEventMode::kEnabled);
@@ -78,6 +81,7 @@ void BindConfig(py::module_& m) {
       .def_readwrite("retention_interval", &CacheConfig::retention_interval)
       .def_readwrite("caching", &CacheConfig::caching)
       .def_readwrite("events", &CacheConfig::events)
+      .def_readwrite("free_order", &CacheConfig::free_order)
       .def_readwrite("max_model_len", &CacheConfig::max_model_len)
       .def_readwrite("max_in_flight_tokens", &CacheConfig::max_in_flight_tokens)
       .def("validate",

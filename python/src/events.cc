@@ -8,6 +8,32 @@
 namespace hkv::python {
 namespace {
 
+// An event's extra keys as the reference's Python events carry them
+// (spec §6.1): per block None or a list of str (LoRA name, cache salt),
+// (identifier, offset) tuples and bytes (prompt-embeddings digests).
+py::list EventKeys(
+    const std::vector<std::optional<std::vector<EventExtraKey>>>& blocks) {
+  py::list out;
+  for (const auto& block : blocks) {
+    if (!block) {
+      out.append(py::none());
+      continue;
+    }
+    py::list keys;
+    for (const EventExtraKey& key : *block) {
+      if (const auto* text = std::get_if<std::string>(&key)) {
+        keys.append(py::str(*text));
+      } else if (const auto* item = std::get_if<EventItemOffset>(&key)) {
+        keys.append(py::make_tuple(item->identifier, item->offset));
+      } else {
+        keys.append(AsBytes(std::get<EmbedsDigest>(key)));
+      }
+    }
+    out.append(std::move(keys));
+  }
+  return out;
+}
+
 void BindEventTypes(py::module_& m) {
   py::class_<BlockStored>(m, "BlockStored")
       .def_readonly("block_hashes", &BlockStored::block_hashes)
@@ -16,7 +42,15 @@ void BindEventTypes(py::module_& m) {
       .def_readonly("block_size", &BlockStored::block_size)
       .def_readonly("lora_id", &BlockStored::lora_id)
       .def_readonly("lora_name", &BlockStored::lora_name)
-      .def_readonly("extra_keys", &BlockStored::extra_keys)
+      .def_property_readonly(
+          "extra_keys",
+          [](const BlockStored& e) { return EventKeys(e.extra_keys); })
+      .def_property_readonly(
+          "skipped_extra_keys",
+          [](const BlockStored& e) { return EventKeys(e.skipped_extra_keys); })
+      .def_readonly("skipped_parent_block_hash",
+                    &BlockStored::skipped_parent_block_hash)
+      .def_readonly("skipped_token_ids", &BlockStored::skipped_token_ids)
       .def_readonly("group", &BlockStored::group)
       .def_readonly("spec_kind", &BlockStored::spec_kind)
       .def_readonly("sliding_window", &BlockStored::sliding_window)

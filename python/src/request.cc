@@ -2,7 +2,9 @@
 // Request whose keys grow with its tokens.
 #include "hkv/request.h"
 
+#include <algorithm>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "bindings.h"
@@ -56,32 +58,97 @@ void BindKeys(py::module_& m) {
       py::arg("options"));
 }
 
-void BindExtras(py::module_& m) {
+// A tagged tuple as Python writes it: ("lora", name, path), ("mm",
+// identifier, offset), ("cache_salt", salt), ("prompt_embeds", digest).
+py::tuple AsTuple(const ExtraKey& key) {
+  const py::str tag(std::string(ExtraKeyTag(key.kind)));
+  switch (key.kind) {
+    case ExtraKeyKind::kLora:
+      return py::make_tuple(tag, key.name, key.path);
+    case ExtraKeyKind::kMultimodal:
+      return py::make_tuple(tag, key.name, key.offset);
+    case ExtraKeyKind::kPromptEmbeds:
+      return py::make_tuple(tag, AsBytes(key.digest));
+    case ExtraKeyKind::kCacheSalt:
+      break;
+  }
+  return py::make_tuple(tag, key.name);
+}
+
+EmbedsDigest DigestOf(const py::bytes& bytes) {
+  const std::string_view view(bytes);
+  if (view.size() != EmbedsDigest{}.size()) {
+    throw UsageError("a prompt_embeds digest is 32 bytes, not " +
+                     std::to_string(view.size()));
+  }
+  EmbedsDigest digest;
+  std::copy(view.begin(), view.end(), digest.begin());
+  return digest;
+}
+
+void BindExtraKey(py::module_& m) {
+  py::enum_<ExtraKeyKind>(m, "ExtraKeyKind")
+      .value("LORA", ExtraKeyKind::kLora)
+      .value("MULTIMODAL", ExtraKeyKind::kMultimodal)
+      .value("CACHE_SALT", ExtraKeyKind::kCacheSalt)
+      .value("PROMPT_EMBEDS", ExtraKeyKind::kPromptEmbeds);
   py::class_<ExtraKey>(m, "ExtraKey")
-      .def(py::init<std::string, std::optional<std::int64_t>>(),
-           py::arg("text"), py::arg("offset") = py::none())
-      .def_readwrite("text", &ExtraKey::text)
-      .def_readwrite("offset", &ExtraKey::offset)
+      .def_static("lora", &ExtraKey::Lora, py::arg("name"),
+                  py::arg("path") = "")
+      .def_static("multimodal", &ExtraKey::Multimodal, py::arg("identifier"),
+                  py::arg("offset"))
+      .def_static("cache_salt", &ExtraKey::CacheSalt, py::arg("salt"))
+      .def_static(
+          "prompt_embeds",
+          [](const py::bytes& digest) {
+            return ExtraKey::PromptEmbeds(DigestOf(digest));
+          },
+          py::arg("digest"))
+      .def_readonly("kind", &ExtraKey::kind)
+      .def_readonly("name", &ExtraKey::name)
+      .def_readonly("path", &ExtraKey::path)
+      .def_readonly("offset", &ExtraKey::offset)
+      .def_property_readonly(
+          "digest", [](const ExtraKey& e) { return AsBytes(e.digest); })
+      .def("as_tuple", &AsTuple)
       .def(py::self == py::self)
       .def("__repr__", [](const ExtraKey& e) {
-        return e.offset ? "ExtraKey(" + e.text + ", " +
-                              std::to_string(*e.offset) + ")"
-                        : "ExtraKey(" + e.text + ")";
+        return "ExtraKey" + py::repr(AsTuple(e)).cast<std::string>();
       });
+}
+
+void BindExtras(py::module_& m) {
+  BindExtraKey(m);
   py::class_<MultimodalItem>(m, "MultimodalItem")
       .def(py::init<std::string, std::uint32_t, std::uint32_t>(),
            py::arg("identifier"), py::arg("offset"), py::arg("length"))
       .def_readwrite("identifier", &MultimodalItem::identifier)
       .def_readwrite("offset", &MultimodalItem::offset)
       .def_readwrite("length", &MultimodalItem::length);
+  py::class_<PromptEmbeds>(m, "PromptEmbeds")
+      .def(py::init([](const py::bytes& data, std::uint32_t bytes_per_token) {
+             const std::string_view view(data);
+             return PromptEmbeds{.bytes = {view.begin(), view.end()},
+                                 .bytes_per_token = bytes_per_token};
+           }),
+           py::arg("data"), py::arg("bytes_per_token"))
+      .def_property_readonly(
+          "data", [](const PromptEmbeds& e) { return AsBytes(e.bytes); })
+      .def_readonly("bytes_per_token", &PromptEmbeds::bytes_per_token)
+      .def(py::self == py::self);
   py::class_<KeyExtras>(m, "KeyExtras")
-      .def(py::init<std::string, std::vector<MultimodalItem>, std::string>(),
-           py::arg("lora_name") = "",
+      .def(py::init<std::string, std::string, std::vector<MultimodalItem>,
+                    std::string, PromptEmbeds>(),
+           py::arg("lora_name") = "", py::arg("lora_path") = "",
            py::arg("multimodal") = std::vector<MultimodalItem>{},
-           py::arg("cache_salt") = "")
+           py::arg("cache_salt") = "",
+           py::arg("prompt_embeds") = PromptEmbeds{})
       .def_readwrite("lora_name", &KeyExtras::lora_name)
+      .def_readwrite("lora_path", &KeyExtras::lora_path)
       .def_readwrite("multimodal", &KeyExtras::multimodal)
-      .def_readwrite("cache_salt", &KeyExtras::cache_salt);
+      .def_readwrite("cache_salt", &KeyExtras::cache_salt)
+      .def_readwrite("prompt_embeds", &KeyExtras::prompt_embeds)
+      .def("validate", [](const KeyExtras& e) { ValueOrThrow(e.Validate()); });
   m.def("unit_extra_keys", &UnitExtraKeys, py::arg("extras"), py::arg("start"),
         py::arg("end"));
 }

@@ -36,6 +36,7 @@ const std::map<std::string, Setter>& Setters() {
       {"capacity_tokens", Field(&SimCommandOptions::capacity_tokens)},
       {"dcp", Field(&SimCommandOptions::dcp)},
       {"retention_interval", Field(&SimCommandOptions::retention_interval)},
+      {"free_order", Field(&SimCommandOptions::free_order)},
       {"key_function", Field(&SimCommandOptions::key_function)},
       {"model", Field(&SimCommandOptions::model)},
       {"tp", Field(&SimCommandOptions::tp)},
@@ -54,6 +55,7 @@ const std::map<std::string, Setter>& Setters() {
       {"cost_model", Field(&SimCommandOptions::cost_model)},
       {"cost_file", Field(&SimCommandOptions::cost_file)},
       {"cost", Field(&SimCommandOptions::cost)},
+      {"preset", Field(&SimCommandOptions::preset)},
   };
   return setters;
 }
@@ -71,6 +73,7 @@ SimCommandOptions OptionsFrom(const py::dict& given) {
     } catch (const py::cast_error&) {
       throw UsageError("simulator option \"" + name + "\" has the wrong type");
     }
+    options.given.insert(name);
   }
   return options;
 }

@@ -51,6 +51,8 @@ ReplayOptions ToReplayOptions(const py::kwargs& kwargs) {
       o.max_num_batched_tokens = value.cast<std::uint32_t>();
     } else if (name == "retention_interval") {
       o.retention_interval = value.cast<std::optional<std::uint32_t>>();
+    } else if (name == "free_order") {
+      o.free_order = value.cast<FreeOrder>();
     } else {
       throw py::type_error("replay() got an unexpected keyword " + name);
     }

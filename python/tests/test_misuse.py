@@ -65,6 +65,8 @@ def test_bad_configs():
     with pytest.raises(ValueError):
         hkv.KVCacheManager(groups="full:16", num_blocks=11,
                            key_function="md5")
+    with pytest.raises(hkv.UsageError, match="free_order 'lifo'"):
+        hkv.KVCacheManager(groups="full:16", num_blocks=11, free_order="lifo")
 
 
 def test_short_pool_is_a_value_not_an_error(kv):
@@ -102,6 +104,39 @@ def test_extra_keys_isolate_requests(kv):
     for r in (salted, lora, image):
         assert kv.get_computed_blocks(r)[1] == 0
         kv.free(r)  # looked up, never admitted: forgotten
+
+
+def test_salt_and_lora_of_one_name_are_isolated():
+    """Untagged, a salt "x" and an adapter "x" gave the same first key: a
+    salted request reused 16 of an adapter request's 40 tokens."""
+    prompt = list(range(40))
+    for writer, reader in (({"cache_salt": "x"}, {"lora_name": "x"}),
+                           ({"lora_name": "x"}, {"cache_salt": "x"})):
+        kv = hkv.KVCacheManager(groups="full:16", num_blocks=11)
+        w = kv.make_request("w", prompt, **writer)
+        kv.get_computed_blocks(w)
+        kv.allocate_slots(w, 40)
+        kv.commit(w, 40)
+        kv.free(w)
+        assert kv.get_computed_blocks(
+            kv.make_request("same", prompt, **writer))[1] == 32
+        assert kv.get_computed_blocks(
+            kv.make_request("other", prompt, **reader))[1] == 0
+
+
+def test_bad_key_extras_are_refused():
+    kv = hkv.KVCacheManager(groups="full:16", num_blocks=11)
+    with pytest.raises(hkv.UsageError, match="lora_path"):
+        kv.make_request("a", [1, 2], lora_path="/a")
+    with pytest.raises(hkv.UsageError, match="not sorted by offset"):
+        kv.make_request("b", list(range(20)),
+                        mm_features=[("b", 8, 2), ("a", 2, 2)])
+    with pytest.raises(hkv.UsageError, match="prompt_embeds: 3 bytes"):
+        kv.make_request("c", [1, 2], prompt_embeds=(b"abc", 2))
+    with pytest.raises(hkv.UsageError, match="2-D"):
+        kv.make_request("d", [1, 2], prompt_embeds=b"abcd")
+    with pytest.raises(hkv.UsageError, match="32 bytes"):
+        hkv.ExtraKey.prompt_embeds(b"short")
 
 
 def test_unknown_manager_option():

@@ -9,7 +9,9 @@ from conftest import BUILD, ROOT
 
 
 def test_worked_tp2_example():
-    row, = hkv.plan("glm53-flash-like", tp=2, budget="64GiB",
+    # The spec's TP2 deployment: 7 draft tokens, no draft cache layers.
+    model = str(ROOT / "tests" / "testdata" / "glm53-spec-tp2-example.json")
+    row, = hkv.plan(model, tp=2, budget="64GiB",
                     context=262144, geometries=["2048/256/256"])
     assert row["geometry"] == "2048/256/256"
     assert row["stride_bytes"] == 12638208

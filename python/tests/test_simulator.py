@@ -22,8 +22,8 @@ def cli(*args):
 
 def test_simulate_matches_the_cli():
     report = hkv.simulate(**FANOUT)
-    assert report["table"]["prompt_tokens"] == "36864"
-    assert report["table"]["reused_tokens"] == "24576"
+    assert report["table"]["prompt_tokens"] == 36864
+    assert report["table"]["reused_tokens"] == 24576
     expected = cli("simulate", "--workload", FANOUT["workload"], "--groups",
                    FANOUT["groups"], "--hash-unit", "256", "--num-blocks",
                    "500", "--json")
@@ -36,7 +36,7 @@ def test_compare_runs_the_built_in_comparison():
     reports = hkv.compare(limit=40)
     assert [r["label"] for r in reports] == ["256/256/256", "2048/2048/2048",
                                              "2048/256/256"]
-    assert all(r["table"]["finished"] == "40" for r in reports)
+    assert all(r["table"]["finished"] == 40 for r in reports)
     varied = hkv.compare(vary="concurrency=1,4", **FANOUT)
     assert [r["label"] for r in varied] == ["concurrency=1", "concurrency=4"]
 
@@ -69,3 +69,12 @@ def test_reports_become_charts(tmp_path):
         for ext in ("png", "svg"):
             files = list((tmp_path / "out").glob(f"*{name}*.{ext}"))
             assert files and all(f.stat().st_size > 0 for f in files), name
+
+
+def test_preset_and_scenario_figures():
+    report = hkv.simulate(preset="glm53-flash-gb10x4",
+                          workload="resend:prompt=52445")
+    assert report["scenario"]["reused_tokens"] == 51968
+    assert report["capacity"]["engine_pool_tokens"] == 4297015
+    assert report["table"]["engine_max_concurrency"] == 16.39
+    assert "sliding[5]/2048" in report["groups_resolved"]

@@ -3,6 +3,10 @@ and the hybrid vectors V-56 and V-60 (§8.4) through the Python API, as far
 as the public API shows them: block ids, hits, free counts, copies, cached
 blocks. The C++ versions (tests/spec_basics_test.cc, recurrent_test.cc)
 also check reference counts and the free queue itself."""
+import hashlib
+
+import pytest
+
 import hkv
 
 
@@ -51,6 +55,45 @@ def test_v02_to_v05_hits_and_free_queue_order():
     r3 = kv.make_request("r3", [99] * 160)
     assert admit(kv, r3) == ([5, 4, 6, 7, 8, 9, 10, 3, 2, 1], [], 0)
     assert kv.num_free_blocks == 0
+
+
+def test_v02_to_v05_with_the_append_all_free_order():
+    """Upstream vLLM's order (spec §1.3's note): every freed block goes to
+    the back. free(r0) walks [4, 3, 2, 1]: only 4 reaches 0, queue
+    [6..10, 4]; free(r1) walks [5, 3, 2, 1]: [6..10, 4, 5, 3, 2, 1]. r2
+    hits [1, 2, 3] and pops 6; free(r2) walks [6, 3, 2, 1]:
+    [7..10, 4, 5, 6, 3, 2, 1], the order r3 takes them in."""
+    kv = hkv.KVCacheManager(groups="full:16", num_blocks=11, hash_unit=16,
+                            free_order="append_all")
+    r0 = kv.make_request("r0", prefix48() + [3] * 7)
+    admit(kv, r0)
+    r1 = kv.make_request("r1", prefix48() + [3] * 5)
+    assert admit(kv, r1) == ([5], [1, 2, 3], 48)
+    kv.free(r0)
+    kv.free(r1)
+    r2 = kv.make_request("r2", prefix48() + [3] * 6)
+    assert admit(kv, r2) == ([6], [1, 2, 3], 48)
+    assert kv.num_free_blocks == 6
+    kv.free(r2)
+    r3 = kv.make_request("r3", [99] * 160)
+    assert admit(kv, r3) == ([7, 8, 9, 10, 4, 5, 6, 3, 2, 1], [], 0)
+
+
+def test_v08_with_the_append_all_free_order():
+    """free(r0) walks [6, 5, 4, 3, 2, 1] behind the free block 10, free(r1)
+    [9, 8, 7] behind them: r2 hits [1, 2] and pops 10 (the spec's order pops
+    6, which it put in front)."""
+    kv = hkv.KVCacheManager(groups="full:16", num_blocks=11, hash_unit=16,
+                            free_order=hkv.FreeOrder.APPEND_ALL)
+    r0 = kv.make_request("r0", list(range(87)))
+    r1 = kv.make_request("r1", list(range(87, 135)))
+    admit(kv, r0)
+    admit(kv, r1)
+    kv.free(r0)
+    kv.free(r1)
+    r2 = kv.make_request("r2", list(range(35)))
+    assert admit(kv, r2) == ([10], [1, 2], 32)
+    assert kv.num_free_blocks == 7
 
 
 def test_v06_v07_decode_hashes_blocks_as_they_fill():
@@ -154,3 +197,28 @@ def test_v60_both_groups_copy_their_partial_blocks():
     assert len(new[0]) == 1 and new[0][0] != partial
     assert len(kv.take_copies()) == 2
     kv.finish_step()
+
+
+def test_extra_keys_by_hand():
+    """Spec §2.4's tagged tuples: unit 0's key from CBOR written out by hand
+    (the seed "0", tokens 0..15), hashed with hashlib."""
+    numpy = pytest.importorskip("numpy")  # python3-matplotlib brings it
+
+    def sha256(hex_bytes):
+        return hashlib.sha256(bytes.fromhex(hex_bytes)).digest()
+
+    kv = full16(11)
+    embeds = numpy.arange(32, dtype=numpy.float16).reshape(16, 2)
+    r = kv.make_request("r", list(range(16)), lora_name="x",
+                        lora_path="/a/x", prompt_embeds=embeds)
+    digest = hashlib.sha256(embeds.tobytes()).hexdigest()  # 16 rows, 4 B
+    assert r.keys[0] == sha256(
+        "83" "5820" + sha256("6130").hex() +   # [seed key,
+        "90" + bytes(range(16)).hex() +        #  [0, ..., 15],
+        "82"                                   #  [
+        "83646c6f72616178642f612f78"           #   ["lora", "x", "/a/x"],
+        "826d70726f6d70745f656d62656473"       #   ["prompt_embeds",
+        "5820" + digest)                       #    digest]]]
+    unit = hkv._hkv.unit_extra_keys(r.extras, 0, 16)
+    assert [k.as_tuple() for k in unit] == [
+        ("lora", "x", "/a/x"), ("prompt_embeds", bytes.fromhex(digest))]

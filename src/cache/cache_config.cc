@@ -199,6 +199,11 @@ Result<void> CacheConfig::Validate() const {
   if (max_model_len == 0)
     return Invalid("max_model_len must be at least 1 token");
   if (dcp == 0) return Invalid("dcp must be at least 1");
+  if (free_order != FreeOrder::kPrependUncached &&
+      free_order != FreeOrder::kAppendAll) {
+    return Invalid("free_order " + Num(static_cast<std::uint64_t>(free_order)) +
+                   " is neither kPrependUncached nor kAppendAll");
+  }
   for (std::size_t i = 0; i < groups.size(); ++i) {
     if (Result<void> valid = ValidateGroup(groups[i], i, *this); !valid)
       return valid;

@@ -54,7 +54,8 @@ CacheCore::CacheCore(const CacheConfig& config)
             config.caching == PrefixCaching::kEnabled ? Caching::kEnabled
                                                       : Caching::kDisabled,
             config.events == KvEventMode::kEnabled ? Events::kEnabled
-                                                   : Events::kDisabled) {
+                                                   : Events::kDisabled,
+            config.free_order) {
   for (std::size_t i = 0; i < config.groups.size(); ++i) {
     groups_.push_back(
         MakeManager(config.groups[i], pool_, geometry_.groups[i]));

@@ -68,31 +68,9 @@ std::uint32_t Checkpoint(std::uint32_t n, std::uint32_t unit,
   return RecurrentStateManager::CheckpointPosition(n, unit, rewind);
 }
 
-// Sparse retention keeps states only where they were left: stop on each
-// retention segment's end, and with R = 0 on every position it keeps.
-template <typename Consider>
-void ConsiderRetention(const SplitRules& rules, const SplitInput& input,
-                       std::uint32_t start, Consider&& consider) {
-  if (!rules.retention_interval) return;
-  const std::uint32_t r = *rules.retention_interval;
-  if (r > 0) {
-    consider((start / r + 1) * r);
-    return;
-  }
-  const std::uint32_t prompt = input.num_prompt_tokens;
-  const bool rewind = rules.rewind == DraftRewind::kEagle;
-  for (std::uint32_t x :
-       {prompt > 0 ? prompt - 1 : 0u, input.chunk.shared_prefix_boundary}) {
-    if (x == 0) continue;
-    for (std::uint32_t a : {rules.alignment, rules.scheduler_block}) {
-      for (std::uint32_t p : ReachablePositions(x, a, rewind)) consider(p);
-    }
-  }
-}
-
 // The prompt's checkpoint when the kernel exports it from inside the chunk
 // [start, end) into a slot the request does not hold yet (as the recurrent
-// manager then does); 0 otherwise.
+// manager then does; spec §7.3 "internal"); 0 otherwise.
 std::uint32_t ExportedCheckpoint(const SplitRules& rules,
                                  const SplitInput& input, std::uint32_t start,
                                  std::uint32_t end) {
@@ -106,6 +84,75 @@ std::uint32_t ExportedCheckpoint(const SplitRules& rules,
   return inside && fresh_slot ? position : 0;
 }
 
+// The first stop strictly inside (start, end); `end` when none.
+class FirstStop {
+ public:
+  FirstStop(std::uint32_t start, std::uint32_t end)
+      : start_(start), stop_(end) {}
+  void Consider(std::uint32_t s) {
+    if (s > start_ && s < stop_) stop_ = s;
+  }
+  std::uint32_t stop() const { return stop_; }
+
+ private:
+  std::uint32_t start_;
+  std::uint32_t stop_;
+};
+
+// With R = 0 the recurrent states are kept only at the positions a resend
+// or a sibling at the junction resumes from (spec §3.5's expansion of
+// P - 1 and J at the alignment and the scheduler block), so chunks stop
+// there. An exporting chunk does not stop at floor(end / b) * b: the export
+// takes the slot the state there would need.
+void ConsiderResendPositions(const SplitRules& rules, const SplitInput& input,
+                             std::uint32_t end, bool exports,
+                             FirstStop& stops) {
+  const std::uint32_t prompt = input.num_prompt_tokens;
+  const bool rewind = rules.rewind == DraftRewind::kEagle;
+  const std::uint32_t b = rules.export_block;
+  // 0 is never a stop.
+  const std::uint32_t skipped = exports && end % b != 0 ? end / b * b : 0;
+  for (std::uint32_t x :
+       {prompt > 0 ? prompt - 1 : 0u, input.chunk.shared_prefix_boundary}) {
+    if (x == 0) continue;
+    for (std::uint32_t a : {rules.alignment, rules.scheduler_block}) {
+      for (std::uint32_t p : ReachablePositions(x, a, rewind)) {
+        if (p != skipped) stops.Consider(p);
+      }
+    }
+  }
+}
+
+// The stops of spec §7.3 for the chunk [start, end). `exported`: the
+// checkpoint the chunk exports (0: none); such a chunk need not stop on the
+// next block, at the last state or at the prompt's tail.
+std::uint32_t FirstStopOf(const SplitRules& rules, const SplitInput& input,
+                          std::uint32_t end, std::uint32_t exported) {
+  const std::uint32_t b = rules.block;
+  const std::uint32_t start = input.chunk.num_computed_tokens;
+  FirstStop stops(start, end);
+  if (exported == 0) {
+    if (start % b != 0) stops.Consider((start / b + 1) * b);
+    const std::uint32_t last = Checkpoint(input.num_tokens, b, rules.rewind);
+    stops.Consider(last);
+    const std::uint32_t tail =
+        Checkpoint(input.num_prompt_tokens, rules.hash_unit, rules.rewind);
+    if (rules.fine && last < tail && tail < input.num_prompt_tokens) {
+      stops.Consider(tail);
+    }
+  }
+  const std::optional<std::uint32_t> r = rules.retention_interval;
+  if (r && *r > 0) stops.Consider((start / *r + 1) * *r);
+  const std::uint32_t junction = input.chunk.shared_prefix_boundary;
+  if (junction > start && junction < end) {
+    stops.Consider(start + (junction - start) / b * b);
+  }
+  if (r && *r == 0) {
+    ConsiderResendPositions(rules, input, end, exported != 0, stops);
+  }
+  return stops.stop();
+}
+
 }  // namespace
 
 std::uint32_t SplitPrefill(const SplitRules& rules, const SplitInput& input) {
@@ -117,7 +164,8 @@ std::uint32_t SplitPrefill(const SplitRules& rules, const SplitInput& input) {
   const std::uint32_t prefill_end =
       std::max(input.num_prompt_tokens, input.num_tokens - 1);
   if (start >= prefill_end) return chunk.num_new_tokens;
-  if (end < prefill_end) {
+  const std::uint32_t exported = ExportedCheckpoint(rules, input, start, end);
+  if (end < prefill_end && exported == 0) {
     std::uint32_t cap = chunk.max_num_scheduled_tokens;
     if (chunk.long_prefill_threshold > 0) {
       cap = std::min(cap, chunk.long_prefill_threshold);
@@ -126,26 +174,13 @@ std::uint32_t SplitPrefill(const SplitRules& rules, const SplitInput& input) {
     const std::uint32_t aligned = end / b * b;
     if (aligned > start || b <= cap) end = aligned;
   }
-  std::uint32_t stop = end;
-  // An exported checkpoint needs no chunk to end there.
-  const std::uint32_t exported = ExportedCheckpoint(rules, input, start, end);
-  const auto consider = [&](std::uint32_t s) {
-    if (s > start && s < stop && s != exported) stop = s;
-  };
-  if (start % b != 0) consider((start / b + 1) * b);
-  const std::uint32_t last_cache =
-      Checkpoint(input.num_tokens, b, rules.rewind);
-  consider(last_cache);
-  if (rules.fine) {
-    const std::uint32_t tail =
-        Checkpoint(input.num_prompt_tokens, rules.hash_unit, rules.rewind);
-    if (last_cache < tail && tail < input.num_prompt_tokens) consider(tail);
+  std::uint32_t stop = FirstStopOf(rules, input, end, exported);
+  // A stop before the prompt's end leaves the chunk nothing to export: it
+  // must then end at the checkpoint itself, or no state is left there
+  // (a deviation from §7.3, which loses the resend's hit; docs/design.md).
+  if (exported != 0 && stop < input.num_prompt_tokens) {
+    stop = std::min(stop, exported);
   }
-  const std::uint32_t junction = chunk.shared_prefix_boundary;
-  if (junction > start && junction < end) {
-    consider(start + (junction - start) / b * b);
-  }
-  ConsiderRetention(rules, input, start, consider);
   return end > start ? stop - start : 0;
 }
 

@@ -7,8 +7,10 @@
 
 namespace hkv::internal {
 
-BlockPool::BlockPool(std::uint32_t num_blocks, Caching caching, Events events)
+BlockPool::BlockPool(std::uint32_t num_blocks, Caching caching, Events events,
+                     FreeOrder free_order)
     : caching_(caching),
+      free_order_(free_order),
       blocks_(num_blocks),
       free_queue_(num_blocks),
       index_(num_blocks),
@@ -63,7 +65,7 @@ void BlockPool::Free(std::span<const BlockId> ordered) {
     if (id == kNullBlock) continue;
     Block& b = blocks_[ToIndex(id)];
     if (--b.ref_count > 0) continue;
-    if (HasPrimary(ToIndex(id))) {
+    if (HasPrimary(ToIndex(id)) || free_order_ == FreeOrder::kAppendAll) {
       free_queue_.PushBack(id);
     } else {
       free_scratch_.push_back(id);

@@ -4,7 +4,8 @@
 // Freed blocks that carry a key stay findable until the allocator reuses
 // them; eviction order is the free queue's order (spec §1.3): a Free call
 // puts the blocks without a key at the front, keeping their order (they are
-// reused first), and appends the keyed ones, in order, at the back.
+// reused first), and appends the keyed ones, in order, at the back
+// (FreeOrder::kAppendAll appends them all).
 //
 // A block has at most one primary key, the longest prefix it proves, with its
 // token count; partial entries at shorter boundaries hang off it as aliases.
@@ -44,7 +45,8 @@ class BlockPool {
  public:
   // REQUIRES: num_blocks >= 1 (block 0 becomes the null block).
   BlockPool(std::uint32_t num_blocks, Caching caching,
-            Events events = Events::kDisabled);
+            Events events = Events::kDisabled,
+            FreeOrder free_order = FreeOrder::kPrependUncached);
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
@@ -92,7 +94,8 @@ class BlockPool {
   // the null block does nothing.
   void Touch(BlockId id);
 
-  // Drops one reference from each block, in order (spec §1.3).
+  // Drops one reference from each block, in order (spec §1.3; the pool's
+  // FreeOrder says where blocks without a key go).
   // REQUIRES: every non-null block has ref count > 0.
   void Free(std::span<const BlockId> ordered);
 
@@ -176,6 +179,7 @@ class BlockPool {
   void DropKeys(BlockId id, F&& on_key);
 
   Caching caching_;
+  FreeOrder free_order_;
   std::vector<Block> blocks_;
   FreeBlockQueue free_queue_;
   PrefixIndex index_;

@@ -1,6 +1,5 @@
 #include "hkv/keys.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -30,8 +29,36 @@ std::size_t MaxUnitBytes(std::span<const TokenId> tokens,
                          std::span<const ExtraKey> extra) {
   constexpr std::size_t kHead = internal::CborWriter::kMaxHeadBytes;
   std::size_t size = 3 * kHead + 32 + 5 * tokens.size() + 4 + 1;
-  for (const ExtraKey& key : extra) size += 3 * kHead + key.text.size();
+  for (const ExtraKey& key : extra) {
+    // Array head, then tag, name, path or offset, digest: at most 4 items.
+    size += 5 * kHead + ExtraKeyTag(key.kind).size() + key.name.size() +
+            key.path.size() + key.digest.size();
+  }
   return size;
+}
+
+// One tagged tuple (keys.h, ExtraKeyKind).
+void EncodeExtraKey(const ExtraKey& key, internal::CborWriter& cbor) {
+  const bool triple =
+      key.kind == ExtraKeyKind::kLora || key.kind == ExtraKeyKind::kMultimodal;
+  cbor.ArrayHeader(triple ? 3 : 2);
+  cbor.Text(ExtraKeyTag(key.kind));
+  switch (key.kind) {
+    case ExtraKeyKind::kLora:
+      cbor.Text(key.name);
+      cbor.Text(key.path);
+      break;
+    case ExtraKeyKind::kMultimodal:
+      cbor.Text(key.name);
+      cbor.Signed(key.offset);
+      break;
+    case ExtraKeyKind::kCacheSalt:
+      cbor.Text(key.name);
+      break;
+    case ExtraKeyKind::kPromptEmbeds:
+      cbor.Bytes(key.digest);
+      break;
+  }
 }
 
 // Encodes [parent, [tokens], extra or null] into `out`; returns its size.
@@ -47,15 +74,7 @@ std::size_t EncodeUnit(const KeyScheme& scheme, const BlockHash& parent,
     return cbor.size();
   }
   cbor.ArrayHeader(extra.size());
-  for (const ExtraKey& key : extra) {
-    if (key.offset) {
-      cbor.ArrayHeader(2);
-      cbor.Text(key.text);
-      cbor.Signed(*key.offset);
-    } else {
-      cbor.Text(key.text);
-    }
-  }
+  for (const ExtraKey& key : extra) EncodeExtraKey(key, cbor);
   return cbor.size();
 }
 
@@ -98,23 +117,6 @@ Result<KeyScheme> MakeKeyScheme(const KeySchemeOptions& options) {
                    .seed_key = SeedKey(
                        options.function,
                        options.seed.value_or(DefaultSeed(options.function)))};
-}
-
-std::vector<ExtraKey> UnitExtraKeys(const KeyExtras& extras,
-                                    std::uint32_t start, std::uint32_t end) {
-  std::vector<ExtraKey> keys;
-  if (!extras.lora_name.empty()) keys.push_back({.text = extras.lora_name});
-  for (const MultimodalItem& item : extras.multimodal) {
-    if (item.offset + item.length <= start) continue;
-    if (item.offset >= end) break;
-    keys.push_back({.text = item.identifier,
-                    .offset = std::int64_t{item.offset} - std::int64_t{start}});
-    if (item.offset + item.length > end) break;  // continues into the next unit
-  }
-  if (start == 0 && !extras.cache_salt.empty()) {
-    keys.push_back({.text = extras.cache_salt});
-  }
-  return keys;
 }
 
 BlockHash SeedKey(KeyFunction function, std::string_view seed) {

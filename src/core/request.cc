@@ -12,6 +12,10 @@ Request::Request(RequestOptions options, std::span<const TokenId> prompt,
       num_prompt_tokens_(
           internal::CheckedCount(prompt.size(), "prompt tokens")) {
   HKV_REQUIRE(scheme.hash_unit > 0, "the key scheme's hash unit must be >= 1");
+  if (Result<void> extras_valid = options_.extras.Validate(); !extras_valid) {
+    HKV_REQUIRE(extras_valid,
+                "bad key extras: " + extras_valid.error().message);
+  }
   keys_.reserve(tokens_.size() / scheme_.hash_unit);
   ExtendKeys();
 }
@@ -28,9 +32,7 @@ void Request::AppendTokens(std::span<const TokenId> tokens) {
 
 void Request::ExtendKeys() {
   const std::size_t unit = scheme_.hash_unit;
-  const bool plain = options_.extras.lora_name.empty() &&
-                     options_.extras.multimodal.empty() &&
-                     options_.extras.cache_salt.empty();
+  const bool plain = options_.extras.empty();
   for (std::size_t k = keys_.size(); (k + 1) * unit <= tokens_.size(); ++k) {
     const BlockHash& parent = k == 0 ? scheme_.seed_key : keys_[k - 1];
     const std::span<const TokenId> unit_tokens(tokens_.data() + k * unit, unit);

@@ -75,17 +75,19 @@ AllocationDemand RecurrentStateManager::WithSpeculativeSlots(
 
 std::uint32_t RecurrentStateManager::NumBlocksToAllocate(
     const GroupTable& table, const AllocationDemand& demand) const {
-  if (!aligned()) {
-    return GroupManager::NumBlocksToAllocate(table,
-                                             WithSpeculativeSlots(demand));
-  }
-  // A hit on a state this step registered or moved waits a step.
+  // In every mode (spec §3.4.2, before the align branch): a hit on a state
+  // this step registered or moved waits a step, as only this step's forward
+  // or copy writes it. Only the primary key of the hit's last block counts.
   if (!demand.hit.empty() && demand.hit.back() != kNullBlock) {
     const BlockId last = demand.hit.back();
     if (pool_.primary_num_tokens(last) > 0 &&
         registered_this_step_.contains(pool_.primary_key(last))) {
       return pool_.num_blocks() + 1;
     }
+  }
+  if (!aligned()) {
+    return GroupManager::NumBlocksToAllocate(table,
+                                             WithSpeculativeSlots(demand));
   }
   const std::int64_t required =
       BlocksFor(demand.num_main) + speculative_blocks_;

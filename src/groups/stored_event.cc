@@ -23,12 +23,14 @@ std::string_view KindName(GroupKind kind) {
 
 namespace {
 
-std::optional<std::vector<ExtraKey>> ExtrasOf(const Request& request,
-                                              std::uint32_t start,
-                                              std::uint32_t end) {
-  std::vector<ExtraKey> extra = UnitExtraKeys(request.extras(), start, end);
+// The event form of the extra keys of tokens [start, end), or none.
+std::optional<std::vector<EventExtraKey>> ExtrasOf(const Request& request,
+                                                   std::uint32_t start,
+                                                   std::uint32_t end) {
+  const std::vector<ExtraKey> extra =
+      UnitExtraKeys(request.extras(), start, end);
   if (extra.empty()) return std::nullopt;
-  return extra;
+  return EventExtraKeys(extra);
 }
 
 // Tokens [from, to) the request never announced in this group.
@@ -112,3 +114,27 @@ void AnnotateKinds(std::vector<KvEvent>& events,
 }
 
 }  // namespace hkv::internal
+
+namespace hkv {
+
+std::vector<EventExtraKey> EventExtraKeys(std::span<const ExtraKey> keys) {
+  std::vector<EventExtraKey> out;
+  out.reserve(keys.size());
+  for (const ExtraKey& key : keys) {
+    switch (key.kind) {
+      case ExtraKeyKind::kMultimodal:
+        out.emplace_back(EventItemOffset{key.name, key.offset});
+        break;
+      case ExtraKeyKind::kPromptEmbeds:
+        out.emplace_back(key.digest);
+        break;
+      case ExtraKeyKind::kLora:
+      case ExtraKeyKind::kCacheSalt:
+        out.emplace_back(key.name);
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace hkv

@@ -6,47 +6,28 @@
 #include <utility>
 
 #include "check.h"
+#include "hkv/deployment.h"
 
 namespace hkv {
 namespace {
 
-// glm53-flash-gb10x4: a GLM-5.3-Flash-class hybrid model served on four
-// NVIDIA GB10 nodes, fitted to the published figures quoted in issue 5:
-//   cold prefill about 2,800 tokens/s, flat from 8k to 128k context;
-//   decode 43 tokens/s at 1 stream and 207 tokens/s at 16 streams, both at
-//   32k context (no speculative decoding assumed).
-// Two decode figures fix the step cost and the per-stream cost at 32k; the
-// split of the per-stream cost into a per-token and a per-context part
-// assumes a decode token costs the matmul work of a prefill token. The flat
-// prefill rate leaves no attention term.
-namespace glm53 {
-constexpr double kPrefillTokensPerS = 2800.0;
-constexpr double kChunk = 8192.0;  // prefill chunk at the default budget
-constexpr double kContext = 32768.0;
-constexpr double kOneStreamStepS = 1.0 / 43.0;
-constexpr double kSixteenStreamStepS = 16.0 / 207.0;
-constexpr double kPerStreamS = (kSixteenStreamStepS - kOneStreamStepS) / 15.0;
-constexpr double kStepS = kOneStreamStepS - kPerStreamS;
-constexpr double kTokenS = (kChunk / kPrefillTokensPerS - kStepS) / kChunk;
-constexpr double kContextS = (kPerStreamS - kTokenS) / kContext;
-}  // namespace glm53
+// The members behind kCostCoefficients, in the same order.
+constexpr double CostModel::*kMembers[] = {&CostModel::step_s,
+                                           &CostModel::prefill_token_s,
+                                           &CostModel::prefill_attention_s,
+                                           &CostModel::decode_token_s,
+                                           &CostModel::decode_context_s,
+                                           &CostModel::request_s,
+                                           &CostModel::admission_s,
+                                           &CostModel::state_write_s,
+                                           &CostModel::draft_token_s,
+                                           &CostModel::copy_byte_s};
+static_assert(std::size(kMembers) == kCostCoefficients.size());
 
-std::vector<CostModel> Presets() {
-  return {{.name = "glm53-flash-gb10x4",
-           .step_s = glm53::kStepS,
-           .prefill_token_s = glm53::kTokenS,
-           .prefill_attention_s = 0.0,
-           .decode_token_s = glm53::kTokenS,
-           .decode_context_s = glm53::kContextS}};
-}
-
-// The coefficients by name, for overrides.
-double* Coefficient(CostModel& model, std::string_view key) {
-  if (key == "step_s") return &model.step_s;
-  if (key == "prefill_token_s") return &model.prefill_token_s;
-  if (key == "prefill_attention_s") return &model.prefill_attention_s;
-  if (key == "decode_token_s") return &model.decode_token_s;
-  if (key == "decode_context_s") return &model.decode_context_s;
+double* Find(CostModel& model, std::string_view key) {
+  for (std::size_t i = 0; i < kCostCoefficients.size(); ++i) {
+    if (kCostCoefficients[i] == key) return &(model.*kMembers[i]);
+  }
   return nullptr;
 }
 
@@ -60,17 +41,56 @@ Result<void> CheckValue(std::string_view key, double value) {
   return {};
 }
 
+std::string KnownKeys() {
+  std::string keys;
+  for (std::string_view key : kCostCoefficients) {
+    keys += (keys.empty() ? "" : ", ") + std::string(key);
+  }
+  return keys;
+}
+
 }  // namespace
 
 Result<void> CostModel::Validate() const {
-  CostModel copy = *this;
-  for (const char* key : {"step_s", "prefill_token_s", "prefill_attention_s",
-                          "decode_token_s", "decode_context_s"}) {
-    if (Result<void> ok = CheckValue(key, *Coefficient(copy, key)); !ok) {
+  for (std::size_t i = 0; i < kCostCoefficients.size(); ++i) {
+    if (Result<void> ok = CheckValue(kCostCoefficients[i], this->*kMembers[i]);
+        !ok) {
       return ok;
     }
   }
   return {};
+}
+
+double Feature(const StepShape& shape, std::size_t i) {
+  HKV_REQUIRE(i < kCostCoefficients.size(), "no such cost coefficient");
+  const auto d = [](std::uint64_t v) { return static_cast<double>(v); };
+  switch (i) {
+    case 0:
+      return shape.IsEmpty() ? 0.0 : 1.0;
+    case 1:
+      return d(shape.prefill_tokens);
+    case 2:
+      return shape.prefill_attention_pairs;
+    case 3:
+      return d(shape.decode_tokens);
+    case 4:
+      return d(shape.decode_context_tokens);
+    case 5:
+      return shape.requests;
+    case 6:
+      return shape.admissions;
+    case 7:
+      return d(shape.state_bytes_written);
+    case 8:
+      return d(shape.draft_tokens);
+    default:
+      return d(shape.copy_bytes);
+  }
+}
+
+double Coefficient(const CostModel& model, std::size_t i) {
+  HKV_REQUIRE(i < kCostCoefficients.size(), "no such cost coefficient");
+  return model.*kMembers[i];
 }
 
 double PrefillAttentionPairs(std::uint64_t start, std::uint64_t end) {
@@ -80,41 +100,38 @@ double PrefillAttentionPairs(std::uint64_t start, std::uint64_t end) {
   return (e * (e + 1.0) - s * (s + 1.0)) / 2.0;
 }
 
+std::uint64_t BoundariesReached(std::uint64_t start, std::uint64_t end,
+                                std::uint64_t block) {
+  HKV_REQUIRE(block > 0 && start <= end, "bad chunk or block");
+  return end / block - start / block;
+}
+
 double StepSeconds(const CostModel& model, const StepShape& shape) {
   if (shape.IsEmpty()) return 0.0;
-  return model.step_s +
-         model.prefill_token_s * static_cast<double>(shape.prefill_tokens) +
-         model.prefill_attention_s * shape.prefill_attention_pairs +
-         model.decode_token_s * static_cast<double>(shape.decode_tokens) +
-         model.decode_context_s *
-             static_cast<double>(shape.decode_context_tokens);
+  double seconds = 0.0;
+  for (std::size_t i = 0; i < kCostCoefficients.size(); ++i) {
+    seconds += model.*kMembers[i] * Feature(shape, i);
+  }
+  return seconds;
 }
 
 Result<CostModel> CostModelPreset(std::string_view name) {
-  std::string known;
-  for (CostModel& preset : Presets()) {
-    if (preset.name == name) return std::move(preset);
-    known += (known.empty() ? "" : ", ") + preset.name;
-  }
-  return Fail(ErrorCode::kNotFound, "unknown cost model preset \"" +
-                                        std::string(name) +
-                                        "\" (presets: " + known + ")");
+  Result<DeploymentPreset> preset = LoadDeploymentPreset(name);
+  if (!preset) return tl::unexpected(preset.error());
+  return preset->cost;
 }
 
 std::vector<std::string> CostModelPresetNames() {
-  std::vector<std::string> names;
-  for (const CostModel& preset : Presets()) names.push_back(preset.name);
-  return names;
+  return DeploymentPresetNames();
 }
 
 Result<void> SetCostCoefficient(CostModel& model, std::string_view key,
                                 double value) {
-  double* field = Coefficient(model, key);
+  double* field = Find(model, key);
   if (field == nullptr) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "unknown cost coefficient \"" + std::string(key) +
-                    "\" (step_s, prefill_token_s, prefill_attention_s, "
-                    "decode_token_s, decode_context_s)");
+    return Fail(ErrorCode::kInvalidArgument, "unknown cost coefficient \"" +
+                                                 std::string(key) + "\" (" +
+                                                 KnownKeys() + ")");
   }
   if (Result<void> ok = CheckValue(key, value); !ok) return ok;
   *field = value;
@@ -143,6 +160,14 @@ Result<CostModel> ApplyCostJson(CostModel model, std::string_view json_text) {
     }
   }
   return model;
+}
+
+std::string CostJson(const CostModel& model) {
+  nlohmann::ordered_json out;
+  for (std::size_t i = 0; i < kCostCoefficients.size(); ++i) {
+    out[std::string(kCostCoefficients[i])] = model.*kMembers[i];
+  }
+  return out.dump();
 }
 
 }  // namespace hkv

@@ -32,6 +32,7 @@ void Engine::AdmitArrivals() {
   for (const auto& [index, time] : arrived_) {
     result_.per_request[index].arrival_s = time;
     result_.per_request[index].prompt_tokens = PromptLength(workload_[index]);
+    result_.per_request[index].arrival_step = result_.steps;
     waiting_.push_back(index);
   }
   result_.peak_waiting = std::max(result_.peak_waiting,
@@ -53,13 +54,18 @@ Result<void> Engine::Step() {
         Infeasible(waiting_.empty() ? running_.front() : waiting_.front(),
                    "cannot be scheduled"));
   }
-  result_.copies += cache_.TakeCopies().size();
+  for (const BlockCopy& copy : cache_.TakeCopies()) {
+    ++shape_.copies;
+    shape_.copy_bytes += PageBytes(ToIndex(copy.group));
+  }
+  result_.copies += shape_.copies;
   const double step_s = StepSeconds(options_.cost, shape_);
   now_ += step_s;
   ++result_.steps;
   result_.peak_running = std::max(result_.peak_running,
                                   static_cast<std::uint32_t>(running_.size()));
   Complete();
+  RecordShape();
   stats_.RecordUsage(now_, step_s, cache_.usage());
   if (stats_.ResidencyDue(now_)) {
     stats_.RecordResidency(
@@ -146,20 +152,54 @@ void Engine::Preempt(std::size_t index) {
   ++result_.per_request[index].preemptions;
 }
 
-// Books the scheduled work of lives_[index] into the step.
+// Books the scheduled work of lives_[index] into the step: attention work
+// on one DCP rank, and a state page of every recurrent group at each of its
+// block boundaries the work reaches.
 void Engine::Account(std::size_t index) {
   Live& live = lives_[index];
   budget_left_ -= live.scheduled;
   const std::uint64_t end = std::uint64_t{live.computed} + live.scheduled;
+  const auto dcp = static_cast<double>(options_.cache.dcp);
+  ++shape_.requests;
   if (live.decoding) {
     shape_.decode_tokens += live.scheduled;
-    shape_.decode_context_tokens += end;
+    shape_.draft_tokens += live.drafts;
+    shape_.decode_context_tokens +=
+        (end + options_.cache.dcp - 1) / options_.cache.dcp;
   } else {
     shape_.prefill_tokens += live.scheduled;
-    shape_.prefill_attention_pairs += PrefillAttentionPairs(live.computed, end);
+    shape_.prefill_attention_pairs +=
+        PrefillAttentionPairs(live.computed, end) / dcp;
     prefill_tokens_ += live.scheduled;
   }
+  const std::vector<GroupSpec>& groups = options_.cache.groups;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].kind != GroupKind::kRecurrent) continue;
+    shape_.state_bytes_written +=
+        BoundariesReached(live.computed, end, groups[g].block_size) *
+        PageBytes(g);
+  }
   scheduled_.push_back(index);
+}
+
+std::uint64_t Engine::PageBytes(std::size_t group) const {
+  return group < options_.page_bytes.size() ? options_.page_bytes[group] : 0;
+}
+
+void Engine::RecordShape() {
+  StepShape& t = result_.totals;
+  t.prefill_tokens += shape_.prefill_tokens;
+  t.prefill_attention_pairs += shape_.prefill_attention_pairs;
+  t.decode_tokens += shape_.decode_tokens;
+  t.decode_context_tokens += shape_.decode_context_tokens;
+  t.requests += shape_.requests;
+  t.admissions += shape_.admissions;
+  t.state_bytes_written += shape_.state_bytes_written;
+  t.draft_tokens += shape_.draft_tokens;
+  t.copies += shape_.copies;
+  t.copy_bytes += shape_.copy_bytes;
+  t.sampled_tokens += shape_.sampled_tokens;
+  if (options_.record_steps) result_.step_shapes.push_back(shape_);
 }
 
 Result<void> Engine::ScheduleWaiting() {
@@ -190,6 +230,7 @@ Result<void> Engine::ScheduleWaiting() {
     }
     if (!live.admitted_once) {
       live.admitted_once = true;
+      ++shape_.admissions;
       const std::uint32_t prompt = PromptLength(workload_[index]);
       result_.per_request[index].reused_tokens = hit.num_tokens;
       result_.reused_tokens += hit.num_tokens;

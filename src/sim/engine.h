@@ -73,6 +73,10 @@ class Engine {
   // Draws how many of `drafts` drafts are accepted.
   std::uint32_t Accepted(std::uint32_t drafts);
   Error Infeasible(std::size_t index, const std::string& what) const;
+  // The bytes of one block of cache group `group` (0: unknown).
+  std::uint64_t PageBytes(std::size_t group) const;
+  // Adds the step's shape to the totals (and the record).
+  void RecordShape();
 
   template <typename F>
   auto Timed(ManagerCall call, HitClass hit_class, F&& f) {

@@ -53,7 +53,8 @@ CacheConfig ConfigOf(const ReplayOptions& options) {
           .keys = {.function = options.key_function,
                    .hash_unit = EffectiveHashUnit(options)},
           .dcp = options.dcp,
-          .retention_interval = options.retention_interval};
+          .retention_interval = options.retention_interval,
+          .free_order = options.free_order};
 }
 
 // The old single-group checks keep their messages; group lists are judged

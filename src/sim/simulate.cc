@@ -25,7 +25,11 @@ bool Engine::Sample(std::size_t index) {
   }
   sampled = std::min(sampled, w.output_length - live.outputs);
   if (sampled > 0) {
-    if (live.outputs == 0) result_.per_request[index].first_token_s = now_;
+    if (live.outputs == 0) {
+      result_.per_request[index].first_token_s = now_;
+      result_.per_request[index].first_token_step = result_.steps - 1;
+    }
+    shape_.sampled_tokens += sampled;
     r.AppendTokens(OutputTokens(w, live.outputs, sampled));
     live.outputs += sampled;
     result_.output_tokens += sampled;
@@ -48,6 +52,7 @@ void Engine::Complete() {
     running_.erase(std::find(running_.begin(), running_.end(), index));
     RequestMetrics& m = result_.per_request[index];
     m.finish_s = now_;
+    m.finish_step = result_.steps - 1;
     m.output_tokens = live.outputs;
     live.request.reset();
     ++result_.finished;
@@ -101,6 +106,11 @@ Result<void> SimulationOptions::Validate() const {
   }
   if (limits.max_num_seqs == 0) return invalid("max_num_seqs must be >= 1");
   if (concurrency == 0) return invalid("concurrency must be at least 1");
+  if (!page_bytes.empty() && page_bytes.size() != cache.groups.size()) {
+    return invalid("page_bytes has " + std::to_string(page_bytes.size()) +
+                   " entries for " + std::to_string(cache.groups.size()) +
+                   " cache groups");
+  }
   const double rate = speculation.acceptance_rate;
   if (!(rate >= 0.0 && rate <= 1.0)) {
     return invalid("acceptance rate must be in [0, 1], got " +

@@ -27,6 +27,7 @@ struct ReplayCommandOptions {
   std::uint32_t dcp = 1;
   std::uint32_t max_batched_tokens = 8192;
   std::optional<std::uint32_t> retention_interval = std::nullopt;
+  FreeOrder free_order = FreeOrder::kPrependUncached;
   bool json = false;
 };
 
@@ -54,9 +55,35 @@ struct PlanCommandOptions {
 
 void RegisterPlan(CLI::App& app);
 int RunPlan(const PlanCommandOptions& options);
+// `hkv keys TOKENS ...`: a request's chained keys, one per hash unit.
+struct KeysCommandOptions {
+  std::string tokens;  // a JSON file with an array of token ids; "-": stdin
+  std::string key_function = "sha256_cbor";
+  std::uint32_t hash_unit = 16;
+  std::optional<std::string> seed = std::nullopt;  // unset: the default
+  std::string lora;             // NAME[:PATH]; empty: no adapter
+  std::vector<std::string> mm;  // ID:OFFSET:LENGTH each
+  std::string salt;             // empty: no salt
+  bool json = false;
+};
+
+void RegisterKeys(CLI::App& app);
+int RunKeys(const KeysCommandOptions& options);
+
 // `hkv simulate ...`: one cache configuration through the engine simulator.
 void RegisterSimulate(CLI::App& app);
 int RunSimulate(const SimCommandOptions& options);
+
+// `hkv calibrate ...`: fits the deployment presets' cost models.
+struct CalibrateCommandOptions {
+  std::vector<std::string> presets;  // empty: every preset with figures
+  std::string data;                  // empty: the bundled figures
+  bool write = false;                // into data/deployments/
+  bool json = false;
+};
+
+void RegisterCalibrate(CLI::App& app);
+int RunCalibrate(const CalibrateCommandOptions& options);
 
 // `hkv compare ...`: several configurations on one workload.
 void RegisterCompare(CLI::App& app);

@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   hkv::cli::RegisterPlan(app);
   hkv::cli::RegisterSimulate(app);
   hkv::cli::RegisterCompare(app);
+  hkv::cli::RegisterKeys(app);
+  hkv::cli::RegisterCalibrate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {  // a command failed; it said why

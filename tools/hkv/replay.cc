@@ -141,6 +141,7 @@ void RegisterReplay(CLI::App& app) {
   sub->add_option("--retention-interval", options->retention_interval,
                   "Keep window blocks and recurrent states only where a "
                   "resend lands (0) or also one per N tokens (default: all)");
+  AddFreeOrderOption(*sub, options->free_order);
   sub->add_option("--hash-unit", options->hash_unit,
                   "Tokens per prefix key; must divide every block (0: the "
                   "smallest block)")
@@ -178,6 +179,7 @@ int RunReplay(const ReplayCommandOptions& options) {
                .dcp = options.dcp,
                .max_num_batched_tokens = options.max_batched_tokens,
                .retention_interval = options.retention_interval,
+               .free_order = options.free_order,
                .progress = [start](std::size_t done, std::size_t total) {
                  // Quick runs stay quiet; long ones show they are alive.
                  if (Seconds(start) >= 1.0) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 namespace hkv::cli {
@@ -97,6 +98,57 @@ void AddCacheCounters(std::vector<Field>& f, const SimulationResult& r) {
   }
 }
 
+// A deployment's capacity, both ways, and a scenario's figures.
+void AddDeployment(std::vector<Field>& f, const SimReport& report) {
+  if (report.capacity) {
+    const DeploymentCapacity& c = *report.capacity;
+    f.push_back({"max_model_len", "capacity: at max_model_len",
+                 fmt::format("{}", report.max_model_len)});
+    f.push_back({"engine_pool_tokens", "capacity: engine-logged pool tokens",
+                 fmt::format("{}", c.engine_pool_tokens)});
+    f.push_back({"engine_max_concurrency", "capacity: engine-logged max conc.",
+                 fmt::format("{:.2f}", c.engine_max_concurrency)});
+    f.push_back({"whole_requests", "capacity: whole requests (hkv)",
+                 fmt::format("{}", c.whole_requests)});
+  }
+  if (report.figures == nullptr) return;
+  for (const ScenarioFigure& fig : *report.figures) {
+    f.push_back({"scenario_" + fig.name, "scenario: " + fig.name + "*",
+                 fmt::format("{:.6g}", fig.value)});
+  }
+}
+
+// A table value as JSON: a number when the text is one, null for "-".
+nlohmann::json Value(const std::string& text) {
+  if (text == "-") return nullptr;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != 0) return text;
+  if (text.find_first_of(".eE") == std::string::npos && v >= 0 && v < 9e15) {
+    return static_cast<std::uint64_t>(v);
+  }
+  return v;
+}
+
+// A deployment's groups and capacity, a scenario's figures.
+void AddDeploymentJson(nlohmann::json& out, const SimReport& report) {
+  if (!report.groups.empty()) out["groups_resolved"] = report.groups;
+  if (report.capacity) {
+    const DeploymentCapacity& c = *report.capacity;
+    out["capacity"] = {{"max_model_len", report.max_model_len},
+                       {"engine_pool_tokens", c.engine_pool_tokens},
+                       {"engine_max_concurrency", c.engine_max_concurrency},
+                       {"whole_requests", c.whole_requests},
+                       {"blocks", c.blocks},
+                       {"blocks_per_request", c.blocks_per_request},
+                       {"stride_bytes", c.stride_bytes}};
+  }
+  if (report.figures == nullptr) return;
+  for (const ScenarioFigure& fig : *report.figures) {
+    out["scenario"][fig.name] = fig.value;
+  }
+}
+
 std::vector<Field> Fields(const SimReport& report) {
   const SimulationResult& r = *report.result;
   std::vector<Field> f = {
@@ -133,6 +185,7 @@ std::vector<Field> Fields(const SimReport& report) {
   f.push_back({"peak_running", "peak running/waiting",
                fmt::format("{}", r.peak_running), "peak_waiting",
                fmt::format("{}", r.peak_waiting)});
+  AddDeployment(f, report);
   AddCacheCounters(f, r);
   AddManagerTimes(f, r);
   f.push_back(
@@ -226,6 +279,9 @@ void PrintText(const std::vector<SimReport>& reports) {
     }
     fmt::print("\n");
   }
+  for (const SimReport& r : reports) {
+    if (!r.groups.empty()) fmt::print("{}: groups {}\n", r.label, r.groups);
+  }
   fmt::print(
       "* modelled by cost model {} (not measured); manager call times are "
       "measured on this machine\n",
@@ -261,9 +317,10 @@ nlohmann::json ReportJson(const SimReport& report) {
                         {"times_are_modelled", true},
                         {"wall_time_s", report.wall_s}};
   for (const Field& f : Fields(report)) {
-    out["table"][f.key] = f.text;
-    if (!f.key2.empty()) out["table"][f.key2] = f.text2;
+    out["table"][f.key] = Value(f.text);
+    if (!f.key2.empty()) out["table"][f.key2] = Value(f.text2);
   }
+  AddDeploymentJson(out, report);
   out["ttft"] = Latency(r.ttft);
   out["tpot"] = Latency(r.tpot);
   out["e2e"] = Latency(r.e2e);

@@ -2,10 +2,14 @@
 // configuration), CSV (one row per configuration) and JSON.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "hkv/deployment.h"
+#include "hkv/scenarios.h"
 #include "hkv/simulator.h"
 
 namespace hkv::cli {
@@ -15,6 +19,11 @@ struct SimReport {
   const SimulationResult* result;  // not null
   std::string cost_model;
   double wall_s = 0.0;  // real time of the run
+  // A deployment's resolved groups and capacity (empty, unset otherwise).
+  std::string groups = {};
+  std::optional<DeploymentCapacity> capacity = std::nullopt;
+  std::uint64_t max_model_len = 0;
+  const std::vector<ScenarioFigure>* figures = nullptr;  // may be empty
 };
 
 void PrintText(const std::vector<SimReport>& reports);

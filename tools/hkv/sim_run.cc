@@ -1,6 +1,8 @@
 #include "sim_run.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -25,6 +27,7 @@ Result<SimRun> RunOne(SimConfig config, SimulationOptions engine,
                       const SimProgress& progress) {
   const Clock::time_point start = Clock::now();
   engine.cache = config.cache;
+  engine.page_bytes = config.page_bytes;
   if (progress) {
     engine.progress = [&progress, label = config.label](std::size_t done,
                                                         std::size_t total) {
@@ -41,6 +44,15 @@ Result<SimRun> RunOne(SimConfig config, SimulationOptions engine,
   return SimRun{std::move(config), std::move(*result), wall};
 }
 
+// The named scenario of the workload flag, if it names one.
+std::optional<Scenario> ScenarioOf(const SimCommandOptions& o) {
+  if (!IsScenarioName(o.workload.substr(0, o.workload.find(':')))) {
+    return std::nullopt;
+  }
+  Result<Scenario> scenario = ParseScenario(o.workload);
+  return scenario ? std::optional<Scenario>(*scenario) : std::nullopt;
+}
+
 // Runs each variant on the workload of `base`.
 Result<SimRuns> RunVariants(const SimCommandOptions& base,
                             const std::vector<Variant>& variants,
@@ -48,12 +60,25 @@ Result<SimRuns> RunVariants(const SimCommandOptions& base,
   Result<std::vector<SimRequest>> workload = LoadWorkload(base);
   if (!workload) return tl::unexpected(workload.error());
   SimRuns runs{.workload = std::move(*workload)};
+  const std::optional<Scenario> scenario = ScenarioOf(base);
   for (const Variant& v : variants) {
     Result<SimulationOptions> engine = EngineFromFlags(v.flags);
     if (!engine) return tl::unexpected(engine.error());
     runs.cost_model = engine->cost.name;
+    if (scenario) {
+      engine->concurrency = ScenarioConcurrency(*scenario);
+      engine->arrivals = ArrivalMode::kClosedLoop;
+      engine->record_steps = true;
+    }
     Result<SimRun> run = RunOne(v.config, *engine, runs.workload, progress);
     if (!run) return tl::unexpected(run.error());
+    if (scenario) {
+      Result<std::vector<ScenarioFigure>> figures =
+          ScenarioFigures(*scenario, run->result, engine->cost);
+      if (!figures) return tl::unexpected(figures.error());
+      run->figures = std::move(*figures);
+      run->result.step_shapes.clear();
+    }
     runs.runs.push_back(std::move(*run));
   }
   return runs;
@@ -109,20 +134,41 @@ Result<std::vector<Variant>> Configured(const CompareCommandOptions& options,
 std::vector<SimReport> SimRuns::Reports() const {
   std::vector<SimReport> reports;
   for (const SimRun& run : runs) {
-    reports.push_back({run.config.label, &run.result, cost_model, run.wall_s});
+    reports.push_back({.label = run.config.label,
+                       .result = &run.result,
+                       .cost_model = cost_model,
+                       .wall_s = run.wall_s,
+                       .groups = run.config.groups,
+                       .capacity = run.config.capacity,
+                       .max_model_len = run.config.max_model_len,
+                       .figures = &run.figures});
   }
   return reports;
 }
 
-Result<SimRuns> RunSimulation(const SimCommandOptions& options,
+Result<SimRuns> RunSimulation(const SimCommandOptions& given,
                               const SimProgress& progress) {
+  SimCommandOptions options = given;
+  DefaultToMeasured(options, false);
+  if (Result<void> ok = ApplyPreset(options); !ok) {
+    return tl::unexpected(ok.error());
+  }
   Result<SimConfig> config = ConfigFromFlags(options);
   if (!config) return tl::unexpected(config.error());
   return RunVariants(options, {{std::move(*config), options}}, progress);
 }
 
-Result<SimRuns> RunComparison(const CompareCommandOptions& options,
+Result<SimRuns> RunComparison(const CompareCommandOptions& given,
                               const SimProgress& progress) {
+  CompareCommandOptions options = given;
+  const bool uses_groups = std::any_of(
+      options.configs.begin(), options.configs.end(), [](const std::string& c) {
+        return c.find("geometry=") == std::string::npos;
+      });
+  DefaultToMeasured(options.sim, uses_groups);
+  if (Result<void> ok = ApplyPreset(options.sim); !ok) {
+    return tl::unexpected(ok.error());
+  }
   SimCommandOptions sim = options.sim;
   Result<std::vector<Variant>> variants =
       options.vary.empty() ? Configured(options, sim) : Varied(options);

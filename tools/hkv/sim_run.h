@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hkv/result.h"
+#include "hkv/scenarios.h"
 #include "hkv/simulator.h"
 #include "sim_report.h"
 #include "sim_setup.h"
@@ -19,6 +20,8 @@ struct SimRun {
   SimConfig config;
   SimulationResult result;
   double wall_s = 0.0;  // real time of the run
+  // A named scenario's figures (hkv/scenarios.h); empty for other workloads.
+  std::vector<ScenarioFigure> figures = {};
 };
 
 struct SimRuns {

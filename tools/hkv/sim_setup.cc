@@ -24,9 +24,12 @@ void AddWorkloadOptions(CLI::App& sub, SimCommandOptions& o) {
       "shared=F,seed=S], fanout[:requests=N,prefix=T,suffix=T,output=T,"
       "interval=S,warmup=0|1,seed=S], "
       "agent[:sessions=N,turns=N,system=T,message=T,"
-      "output=T,interval=S,think=S,seed=S], needle[:documents=N,document=T,"
-      "questions=N,question=T,output=T,interval=S,seed=S], repeat[:requests=N,"
-      "prompt=T,output=T,seed=S] (default: the bundled Mooncake "
+      "output=T,interval=S,think=S,seed=S], repeat[:requests=N,"
+      "prompt=T,output=T,seed=S], and the named scenarios cold-prefill:"
+      "prompt=P, resend:prompt=P, shared-prefix:streams=N,prefix=P,suffix=S, "
+      "needle:document=D,question=Q[,documents=N,questions=N,warmup=0|1], "
+      "decode-cell:concurrency=C,context=X,seconds=S[,turn=T,turns=N] "
+      "(each also output=T,seed=S) (default: the bundled Mooncake "
       "conversation trace)");
   sub.add_option("--limit", o.limit, "Keep the first N requests");
   sub.add_option("--time-scale", o.time_scale,
@@ -52,9 +55,14 @@ void AddCacheOptions(CLI::App& sub, SimCommandOptions& o) {
       ->capture_default_str();
   sub.add_option("--retention-interval", o.retention_interval,
                  "Sparse retention R (default: keep all states)");
+  AddFreeOrderOption(sub, o.free_order);
   sub.add_option("--key-function", o.key_function, "Prefix key digest")
       ->check(CLI::IsMember({"sha256_cbor", "xxh3_128_cbor"}))
       ->capture_default_str();
+  sub.add_option("--preset", o.preset,
+                 "Deployment preset (data/deployments/): its model, TP, DCP, "
+                 "budget, geometry, engine, drafts and cost model, under the "
+                 "flags given");
   sub.add_option("--model", o.model, "Model preset of the deployment")
       ->capture_default_str();
   sub.add_option("--tp", o.tp, "Tensor-parallel width")->capture_default_str();
@@ -187,33 +195,18 @@ Result<CacheConfig> CacheFromGroups(const CacheFields& f,
                      .num_blocks = static_cast<std::uint32_t>(usable + 1),
                      .keys = {.function = *key, .hash_unit = unit},
                      .dcp = o.dcp,
-                     .retention_interval = o.retention_interval};
+                     .retention_interval = o.retention_interval,
+                     .free_order = o.free_order};
   if (Result<void> ok = config.Validate(); !ok)
     return tl::unexpected(ok.error());
   return config;
 }
 
-// The deployment seam: the flags' model, TP and budget with `geometry`.
-Result<CacheConfig> CacheFromDeployment(const std::string& geometry,
-                                        const SimCommandOptions& o) {
-  DeploymentSpec spec{.model = o.model,
-                      .tp = o.tp,
-                      .dcp = o.dcp,
-                      .budget_bytes = static_cast<std::uint64_t>(
-                          std::llround(o.budget_gib * 1073741824.0)),
-                      // The engine's drafts, not the model's: without
-                      // speculative decoding no speculative states are kept.
-                      .speculative_tokens = o.spec_drafts};
-  if (Result<void> ok = ParsePageGeometry(geometry, spec); !ok) {
-    return tl::unexpected(ok.error());
-  }
-  Result<CacheConfig> config = ResolveCacheConfig(spec);
-  if (!config) return config;
-  if (Result<KeyFunction> key = ParseKeyFunction(o.key_function); key) {
-    config->keys.function = *key;
-  }
-  config->retention_interval = o.retention_interval;
-  return config;
+Result<SimConfig> ConfigOfGroups(const CacheFields& f,
+                                 const SimCommandOptions& o) {
+  Result<CacheConfig> cache = CacheFromGroups(f, o);
+  if (!cache) return tl::unexpected(cache.error());
+  return SimConfig{.label = f.groups, .cache = std::move(*cache)};
 }
 
 // The flags --vary can set, each with its setter of a value >= 0.
@@ -319,23 +312,29 @@ void AddSimOptions(CLI::App& sub, SimCommandOptions& options) {
   AddWorkloadOptions(sub, options);
   AddCacheOptions(sub, options);
   AddEngineOptions(sub, options);
+  // The flags given (as field names), which a preset does not override.
+  sub.parse_complete_callback([&sub, &options] {
+    for (const CLI::Option* opt : sub.get_options()) {
+      if (opt->count() == 0) continue;
+      std::string name = opt->get_name();
+      name.erase(0, name.find_first_not_of('-'));
+      std::replace(name.begin(), name.end(), '-', '_');
+      options.given.insert(name);
+    }
+  });
 }
 
 Result<SimConfig> ConfigFromFlags(const SimCommandOptions& o) {
   if (o.groups.empty()) {
-    Result<CacheConfig> cache = CacheFromDeployment(o.geometry, o);
-    if (!cache) return tl::unexpected(cache.error());
-    if (o.num_blocks) cache->num_blocks = *o.num_blocks + 1;
-    return SimConfig{.label = o.geometry, .cache = std::move(*cache)};
+    Result<SimConfig> config = DeploymentConfig(o.geometry, o);
+    if (config && o.num_blocks) config->cache.num_blocks = *o.num_blocks + 1;
+    return config;
   }
-  Result<CacheConfig> cache =
-      CacheFromGroups({.groups = o.groups,
-                       .hash_unit = o.hash_unit,
-                       .num_blocks = o.num_blocks,
-                       .capacity_tokens = o.capacity_tokens},
-                      o);
-  if (!cache) return tl::unexpected(cache.error());
-  return SimConfig{.label = o.groups, .cache = std::move(*cache)};
+  return ConfigOfGroups({.groups = o.groups,
+                         .hash_unit = o.hash_unit,
+                         .num_blocks = o.num_blocks,
+                         .capacity_tokens = o.capacity_tokens},
+                        o);
 }
 
 Result<SimConfig> ConfigFromSpec(const std::string& spec,
@@ -364,14 +363,14 @@ Result<SimConfig> ConfigFromSpec(const std::string& spec,
   cache.hash_unit = static_cast<std::uint32_t>(*unit);
   if (*blocks != 0) cache.num_blocks = *blocks;
   if (*capacity != 0) cache.capacity_tokens = *capacity;
-  Result<CacheConfig> config = geometry.empty()
-                                   ? CacheFromGroups(cache, o)
-                                   : CacheFromDeployment(geometry, o);
+  Result<SimConfig> config = geometry.empty() ? ConfigOfGroups(cache, o)
+                                              : DeploymentConfig(geometry, o);
   if (!config) return tl::unexpected(config.error());
   if (!geometry.empty() && *blocks != 0) {
-    config->num_blocks = static_cast<std::uint32_t>(*blocks + 1);
+    config->cache.num_blocks = static_cast<std::uint32_t>(*blocks + 1);
   }
-  return SimConfig{.label = label, .cache = std::move(*config)};
+  config->label = label;
+  return config;
 }
 
 Result<SimulationOptions> EngineFromFlags(const SimCommandOptions& o) {

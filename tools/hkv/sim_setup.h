@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,7 @@ struct SimCommandOptions {
   std::optional<std::uint64_t> capacity_tokens;
   std::uint32_t dcp = 1;
   std::optional<std::uint32_t> retention_interval;
+  FreeOrder free_order = FreeOrder::kPrependUncached;
   std::string key_function = "xxh3_128_cbor";
   std::string model = "glm53-flash-like";
   std::uint32_t tp = 4;
@@ -51,9 +53,15 @@ struct SimCommandOptions {
   std::string cost_model = "glm53-flash-gb10x4";
   std::string cost_file;
   std::vector<std::string> cost;
+  // A deployment preset (data/deployments/): its model, TP, DCP, budget,
+  // geometry, engine, drafts and cost model, under the flags in `given`.
+  std::string preset;
   // Output.
   bool json = false;
   bool csv = false;
+  // The fields set explicitly (field names, e.g. "spec_drafts"): a preset
+  // does not override them.
+  std::set<std::string> given;
 };
 
 // `hkv compare`: several configurations on one workload.
@@ -77,16 +85,39 @@ using KeyValues = std::map<std::string, std::string>;
 // Adds the shared options to `sub`.
 void AddSimOptions(CLI::App& sub, SimCommandOptions& options);
 
+// Adds --free-order (prepend-uncached | append-all) setting `order`, for
+// every command that builds a cache.
+void AddFreeOrderOption(CLI::App& sub, FreeOrder& order);
+
 // The workload named by the options, cut by --limit, --time-scale and
 // --duration.
 [[nodiscard]] Result<std::vector<SimRequest>> LoadWorkload(
     const SimCommandOptions& options);
 
-// One configuration: a label and its cache.
+// One configuration: a label and its cache; for a deployment, the bytes of
+// each group's block, the resolved groups and the capacity.
 struct SimConfig {
   std::string label;
   CacheConfig cache;
+  std::vector<std::uint64_t> page_bytes = {};
+  std::string groups = {};
+  std::optional<DeploymentCapacity> capacity = std::nullopt;
+  std::uint64_t max_model_len = 0;  // the capacity's context
 };
+
+// Names the measured GB10 deployment as the preset of a model-based run
+// (no --groups, no --model, no preset, and no group-list configuration when
+// `uses_groups`), so that the default deployment is the measured one.
+void DefaultToMeasured(SimCommandOptions& options, bool uses_groups);
+
+// Sets the options `options.preset` covers to the preset's values, unless
+// given. kNotFound for an unknown preset.
+[[nodiscard]] Result<void> ApplyPreset(SimCommandOptions& options);
+
+// The deployment of the options (--preset, --model, --tp, --dcp,
+// --budget-gib, --spec-drafts) at `geometry`, through the planner.
+[[nodiscard]] Result<SimConfig> DeploymentConfig(
+    const std::string& geometry, const SimCommandOptions& options);
 
 // The cache of the options' flags: --groups with --num-blocks or
 // --capacity-tokens, else the deployment (--model, --tp, --budget-gib,

@@ -7,6 +7,7 @@
 
 #include "hkv/azure_trace.h"
 #include "hkv/mooncake_trace.h"
+#include "hkv/scenarios.h"
 #include "sim_setup.h"
 
 namespace hkv::cli {
@@ -99,15 +100,6 @@ Result<std::vector<SimRequest>> Generator(const std::string& kind,
     a.Take("think", o.think_s).Take("seed", o.seed);
     return Generated(a.Done(kind), o, &GenerateAgentSessions);
   }
-  if (kind == "needle") {
-    NeedleOptions o;
-    Args a(std::move(f));
-    a.Take("documents", o.num_documents).Take("document", o.document_tokens);
-    a.Take("questions", o.questions_per_document);
-    a.Take("question", o.question_tokens).Take("output", o.output_tokens);
-    a.Take("interval", o.interval_s).Take("seed", o.seed);
-    return Generated(a.Done(kind), o, &GenerateNeedle);
-  }
   RepeatOptions o;
   Args a(std::move(f));
   a.Take("requests", o.num_requests).Take("prompt", o.prompt_tokens);
@@ -122,17 +114,22 @@ Result<std::vector<SimRequest>> Uncut(const std::string& spec) {
   const std::string args =
       colon == std::string::npos ? "" : spec.substr(colon + 1);
   if (kind == "mooncake") return Mooncake(args);
+  if (IsScenarioName(kind)) {  // the named scenarios of hkv/scenarios.h
+    Result<Scenario> scenario = ParseScenario(spec);
+    if (!scenario) return tl::unexpected(scenario.error());
+    return GenerateScenario(*scenario);
+  }
   Result<KeyValues> fields =
       args.empty() ? KeyValues{} : ParseKeyValues(args, ',');
   if (!fields) return tl::unexpected(fields.error());
   if (kind == "azure") return Azure(std::move(*fields));
-  if (kind == "fanout" || kind == "agent" || kind == "needle" ||
-      kind == "repeat") {
+  if (kind == "fanout" || kind == "agent" || kind == "repeat") {
     return Generator(kind, std::move(*fields));
   }
   return Fail(ErrorCode::kInvalidArgument,
               "unknown workload \"" + kind +
-                  "\" (mooncake, azure, fanout, agent, needle, repeat)");
+                  "\" (mooncake, azure, fanout, agent, needle, repeat, "
+                  "cold-prefill, resend, shared-prefix, decode-cell)");
 }
 
 }  // namespace

@@ -1,0 +1,163 @@
+// `hkv calibrate`: fits the deployment presets' cost models to the measured
+// figures (data/calibration/), prints every figure model against measured,
+// and can write the fitted coefficients back into data/deployments/.
+#include <fmt/core.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "commands.h"
+#include "hkv/calibration.h"
+
+namespace hkv::cli {
+namespace {
+
+// The source tree's data/ folder (HKV_DATA_DIR).
+constexpr const char* kDefaultData =
+    HKV_DATA_DIR "/calibration/glm53-flash.json";
+constexpr const char* kDeployments = HKV_DATA_DIR "/deployments/";
+
+Result<std::string> Read(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Fail(ErrorCode::kIoError, "cannot open " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string Percent(std::optional<double> e) {
+  return e ? fmt::format("{:+.1f}%", 100.0 * *e) : std::string("-");
+}
+
+std::string Number(double v) {
+  return std::abs(v) >= 1000 ? fmt::format("{:.0f}", v)
+                             : fmt::format("{:.4g}", v);
+}
+
+void PrintText(const CalibrationReport& r) {
+  fmt::print("{:<36}{:>10}{:>10}{:>8}{:>7}{:>10}{:>8}\n", "figure", "measured",
+             "model", "error", "use", "held-out", "error");
+  for (const FigureResult& f : r.figures) {
+    fmt::print("{:<36}{:>10}{:>10}{:>8}{:>7}{:>10}{:>8}\n", f.measured.id,
+               Number(f.measured.value), Number(f.model), Percent(f.error),
+               f.fitted ? "fit" : "check",
+               f.held_out_model ? Number(*f.held_out_model) : "-",
+               Percent(f.held_out_error));
+  }
+  fmt::print("median |error|: fitted {:.1f}%, held out {:.1f}%\n",
+             100 * r.median_fitted_error, 100 * r.median_held_out_error);
+  for (const RankCheck& k : r.rankings) {
+    fmt::print("ranking {} over {}: measured {:+.1f}%, model {:+.1f}% ({})\n",
+               k.faster_measured, k.slower_measured, 100 * k.measured_gap,
+               100 * k.model_gap, k.agrees ? "agrees" : "differs");
+  }
+  for (const DeploymentPreset& p : r.presets) {
+    fmt::print("{}: {}\n", p.name, CostJson(p.cost));
+  }
+  fmt::print("fitted in {} round(s)\n", r.rounds);
+}
+
+nlohmann::json ReportJson(const CalibrationReport& r) {
+  nlohmann::json out = {{"median_fitted_error", r.median_fitted_error},
+                        {"median_held_out_error", r.median_held_out_error},
+                        {"rounds", r.rounds}};
+  for (const FigureResult& f : r.figures) {
+    nlohmann::json j = {{"id", f.measured.id},
+                        {"preset", f.measured.preset},
+                        {"geometry", f.measured.geometry},
+                        {"scenario", f.measured.scenario},
+                        {"figure", f.measured.figure},
+                        {"measured", f.measured.value},
+                        {"model", f.model},
+                        {"error", f.error},
+                        {"fitted", f.fitted}};
+    if (f.held_out_model) j["held_out_model"] = *f.held_out_model;
+    if (f.held_out_error) j["held_out_error"] = *f.held_out_error;
+    if (f.measured.scenario.empty()) {
+      j["measured_concurrency"] = f.measured.concurrency;
+      j["model_concurrency"] = f.model_concurrency;
+    }
+    out["figures"].push_back(j);
+  }
+  for (const RankCheck& k : r.rankings) {
+    out["rankings"].push_back({{"faster", k.faster_measured},
+                               {"slower", k.slower_measured},
+                               {"measured_gap", k.measured_gap},
+                               {"model_gap", k.model_gap},
+                               {"agrees", k.agrees}});
+  }
+  for (const DeploymentPreset& p : r.presets) {
+    out["presets"][p.name] = nlohmann::json::parse(CostJson(p.cost));
+  }
+  return out;
+}
+
+Result<void> WritePresets(const CalibrationReport& r) {
+  for (const DeploymentPreset& p : r.presets) {
+    const std::string path = kDeployments + p.name + ".json";
+    Result<std::string> text = Read(path);
+    if (!text) return tl::unexpected(text.error());
+    Result<std::string> fitted = WithCost(*text, p.cost);
+    if (!fitted) return tl::unexpected(fitted.error());
+    std::ofstream out(path);
+    if (!(out << *fitted))
+      return Fail(ErrorCode::kIoError, "cannot write " + path);
+    fmt::print(stderr, "wrote {}\n", path);
+  }
+  return {};
+}
+
+}  // namespace
+
+void RegisterCalibrate(CLI::App& app) {
+  auto options = std::make_shared<CalibrateCommandOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "calibrate",
+      "Fit the deployment presets' cost models to the measured figures and "
+      "print each figure model against measured (docs/calibration.md)");
+  sub->add_option("--preset", options->presets,
+                  "Preset to fit (repeat; default: every preset with figures)");
+  sub->add_option("--data", options->data, "Calibration data file")
+      ->capture_default_str();
+  sub->add_flag("--write", options->write,
+                "Write the fitted coefficients into data/deployments/");
+  sub->add_flag("--json", options->json, "Print JSON");
+  sub->callback([options] {
+    if (const int code = RunCalibrate(*options); code != 0) {
+      throw CLI::RuntimeError(code);
+    }
+  });
+}
+
+int RunCalibrate(const CalibrateCommandOptions& options) {
+  const std::string path = options.data.empty() ? kDefaultData : options.data;
+  Result<std::string> text = Read(path);
+  Result<CalibrationData> data =
+      text ? ParseCalibrationData(*text)
+           : Result<CalibrationData>(tl::unexpected(text.error()));
+  Result<CalibrationReport> report =
+      data ? Calibrate(*data, {.presets = options.presets})
+           : Result<CalibrationReport>(tl::unexpected(data.error()));
+  if (report && options.write) {
+    if (Result<void> ok = WritePresets(*report); !ok) {
+      report = tl::unexpected(ok.error());
+    }
+  }
+  if (!report) {
+    fmt::print(stderr, "hkv calibrate: {}\n", report.error().message);
+    return 1;
+  }
+  if (options.json) {
+    fmt::print("{}\n", ReportJson(*report).dump(2));
+  } else {
+    PrintText(*report);
+  }
+  return 0;
+}
+
+}  // namespace hkv::cli

@@ -1,0 +1,92 @@
+// Deployment-based configurations of `hkv simulate` and `hkv compare`: a
+// deployment preset's defaults under the flags, and the resolution of a
+// model, TP, budget and geometry into a cache through the planner.
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "hkv/keys.h"
+#include "sim_setup.h"
+
+namespace hkv::cli {
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+// The measured deployment model-based runs default to.
+constexpr const char* kMeasuredPreset = "glm53-flash-gb10x4";
+
+// The preset of `o`, or a plain DeploymentSpec when none is named.
+Result<DeploymentSpec> BaseSpec(const SimCommandOptions& o) {
+  if (o.preset.empty()) return DeploymentSpec{};
+  Result<DeploymentPreset> preset = LoadDeploymentPreset(o.preset);
+  if (!preset) return tl::unexpected(preset.error());
+  return preset->spec;
+}
+
+}  // namespace
+
+void DefaultToMeasured(SimCommandOptions& o, bool uses_groups) {
+  if (o.preset.empty() && !uses_groups && o.groups.empty() &&
+      !o.given.count("model")) {
+    o.preset = kMeasuredPreset;
+  }
+}
+
+Result<void> ApplyPreset(SimCommandOptions& o) {
+  if (o.preset.empty()) return {};
+  Result<DeploymentPreset> preset = LoadDeploymentPreset(o.preset);
+  if (!preset) return tl::unexpected(preset.error());
+  const DeploymentPreset& p = *preset;
+  const auto unless_given = [&o](const char* field, auto& target, auto value) {
+    if (!o.given.count(field)) target = value;
+  };
+  unless_given("model", o.model, p.spec.model);
+  unless_given("tp", o.tp, p.spec.tp);
+  unless_given("dcp", o.dcp, p.spec.dcp);
+  unless_given("budget_gib", o.budget_gib,
+               static_cast<double>(p.spec.budget_bytes) / kGiB);
+  unless_given("geometry", o.geometry,
+               std::to_string(p.spec.target_block) + "/" +
+                   std::to_string(p.spec.recurrent_block) + "/" +
+                   std::to_string(p.spec.hash_unit));
+  unless_given("max_batched_tokens", o.max_batched_tokens,
+               p.max_batched_tokens);
+  unless_given("spec_drafts", o.spec_drafts, p.speculative_tokens);
+  unless_given("spec_acceptance", o.spec_acceptance, p.acceptance_rate);
+  unless_given("spec_lookahead", o.spec_lookahead, p.speculative_tokens);
+  unless_given("cost_model", o.cost_model, p.name);
+  return {};
+}
+
+Result<SimConfig> DeploymentConfig(const std::string& geometry,
+                                   const SimCommandOptions& o) {
+  Result<DeploymentSpec> base = BaseSpec(o);
+  if (!base) return tl::unexpected(base.error());
+  DeploymentSpec spec = std::move(*base);
+  spec.model = o.model;
+  spec.tp = o.tp;
+  spec.dcp = o.dcp;
+  spec.budget_bytes =
+      static_cast<std::uint64_t>(std::llround(o.budget_gib * kGiB));
+  // The engine's drafts, not the model's: without speculative decoding no
+  // speculative states are kept.
+  spec.speculative_tokens = o.spec_drafts;
+  if (Result<void> ok = ParsePageGeometry(geometry, spec); !ok) {
+    return tl::unexpected(ok.error());
+  }
+  Result<ResolvedDeployment> resolved = ResolveDeployment(spec);
+  if (!resolved) return tl::unexpected(resolved.error());
+  if (Result<KeyFunction> key = ParseKeyFunction(o.key_function); key) {
+    resolved->cache.keys.function = *key;
+  }
+  resolved->cache.retention_interval = o.retention_interval;
+  resolved->cache.free_order = o.free_order;
+  return SimConfig{.label = geometry,
+                   .cache = std::move(resolved->cache),
+                   .page_bytes = std::move(resolved->page_bytes),
+                   .groups = std::move(resolved->description),
+                   .capacity = resolved->capacity,
+                   .max_model_len = spec.context_tokens};
+}
+
+}  // namespace hkv::cli
