@@ -155,7 +155,12 @@ enum class MissCause {
   kSpeculativeRewind,  // a draft model recomputes the last unit or block
   kNoCheckpoint,       // a recurrent group kept no state at a usable boundary
   kWindowNotCovered,   // a sliding-window or chunked group lacks window blocks
-  kEvicted,            // the limiting group had the data there once; evicted
+  // The limiting group had the data there once, and it was evicted by reuse.
+  // Approximate: a bounded record forgets evictions older than about
+  // num_blocks evictions (99 % of those num_blocks ago are remembered, half
+  // of those 2 num_blocks ago), and takes a key for an evicted one with
+  // probability at most 4e-9 (docs/design.md, BlockPool).
+  kEvicted,
 };
 
 // What a lookup result was computed for: the cache (an id unique in the
