@@ -127,7 +127,8 @@ void CacheOpsHarness::Admit() {
   const AllocationRequest args{
       .num_external_computed_tokens = external,
       .num_new_tokens = n,
-      .num_lookahead_tokens = in_.ConsumeIntegralInRange(0u, 2u),
+      .num_lookahead_tokens =
+          in_.ConsumeIntegralInRange(0u, std::min(2u, config_.max_model_len)),
       .hit = adopted,
       .gate = in_.PickValueInArray(
           {AdmissionGate::kNextChunk, AdmissionGate::kWholeSequence})};
@@ -158,7 +159,8 @@ void CacheOpsHarness::Continue() {
   const AllocationRequest args{
       .num_computed_tokens = t->computed,
       .num_new_tokens = n,
-      .num_lookahead_tokens = in_.ConsumeIntegralInRange(0u, 2u),
+      .num_lookahead_tokens =
+          in_.ConsumeIntegralInRange(0u, std::min(2u, config_.max_model_len)),
       .num_in_flight_tokens =
           in_.ConsumeBool() ? in_.ConsumeIntegralInRange(0u, t->computed) : 0,
       .gate = in_.PickValueInArray(

@@ -100,6 +100,24 @@ TEST(GeneratorLimitsTest, RefuseRequestsBeyondTheTokenLimit) {
   EXPECT_TRUE(AgentSessionOptions{.message_tokens = 2100000}
                   .Validate(16)
                   .has_value());  // turn 1 only
+  // Turn t repeats the t - 1 before it: 3 sessions x 8888 turns hold
+  // 3 x 8888 x 8889 segments; one session of 4095 turns holds
+  // 4095 x 4096 = 16,773,120, just under 2^24.
+  EXPECT_EQ(Refusal(AgentSessionOptions{.num_sessions = 3,
+                                        .turns = 8888,
+                                        .message_tokens = 1,
+                                        .output_tokens = 1}
+                        .Validate()),
+            "sessions x turns: 237016296 prompt segments exceed the limit of "
+            "16777216 per workload (each turn repeats the earlier ones)");
+  const auto one_session = [](std::uint32_t turns) {
+    return AgentSessionOptions{.num_sessions = 1,
+                               .turns = turns,
+                               .message_tokens = 1,
+                               .output_tokens = 1};
+  };
+  EXPECT_TRUE(one_session(4095).Validate().has_value());
+  EXPECT_FALSE(one_session(4096).Validate().has_value());
   EXPECT_THAT(Refusal(NeedleOptions{.document_tokens = 4294967295}.Validate()),
               HasSubstr("document + question + output = 4294967423 tokens"));
   EXPECT_THAT(Refusal(RepeatOptions{.prompt_tokens = 16777216}.Validate()),

@@ -24,6 +24,12 @@ inline constexpr std::uint32_t kMaxPoolBlocks = std::uint32_t{1} << 24;
 // Requests in one workload (a trace or a generated one): 1 Mi.
 inline constexpr std::uint64_t kMaxRequestsPerWorkload = std::uint64_t{1} << 20;
 
+// Prompt segments in one generated workload (a segment is a run of tokens
+// one id stands for, 16 B): 16 Mi, 256 MiB. Multi-turn generators repeat
+// every earlier turn in each prompt, so their segments grow with the square
+// of the turns; this bounds them.
+inline constexpr std::uint64_t kMaxSegmentsPerWorkload = std::uint64_t{1} << 24;
+
 // Layers in one model description, its draft's included: 64 Ki, some
 // 500 times the deepest models served today. It keeps layer counts, their
 // sums and the planner's products of them far from wrapping.

@@ -121,6 +121,19 @@ Result<void> AgentSessionOptions::Validate(Limit limit) const {
       !ok) {
     return ok;
   }
+  // Turn t's prompt holds 2t segments (the system prompt, t messages, t - 1
+  // outputs); n requests fill `full` turns of every session and part of
+  // the next.
+  const std::uint64_t sessions = std::min<std::uint64_t>(num_sessions, n);
+  const std::uint64_t full = n / sessions;
+  const std::uint64_t segments =
+      sessions * full * (full + 1) + (n % sessions) * 2 * (full + 1);
+  if (segments > kMaxSegmentsPerWorkload) {
+    return Invalid("sessions x turns: " + std::to_string(segments) +
+                   " prompt segments exceed the limit of " +
+                   std::to_string(kMaxSegmentsPerWorkload) +
+                   " per workload (each turn repeats the earlier ones)");
+  }
   if (Result<void> ok = CheckTime(interval_s, "interval", num_sessions); !ok) {
     return ok;
   }
