@@ -12,7 +12,6 @@
 #include "commands.h"
 #include "hkv/deployment.h"
 #include "sim_report.h"
-#include "sim_run.h"
 #include "sim_setup.h"
 
 namespace hkv::cli {
@@ -31,6 +30,22 @@ SimProgress StderrProgress() {
   };
 }
 
+// One report per run, pointing into `runs`.
+std::vector<SimReport> Reports(const SimRuns& runs) {
+  std::vector<SimReport> reports;
+  for (const SimRun& run : runs.runs) {
+    reports.push_back({.label = run.config.label,
+                       .result = &run.result,
+                       .cost_model = runs.cost_model,
+                       .wall_s = run.wall_s,
+                       .groups = run.config.groups,
+                       .capacity = run.config.capacity,
+                       .max_model_len = run.config.max_model_len,
+                       .figures = &run.figures});
+  }
+  return reports;
+}
+
 // Prints the runs as the options ask; 1 with the error on stderr.
 int Print(const char* command, const SimCommandOptions& o,
           const Result<SimRuns>& runs) {
@@ -38,7 +53,7 @@ int Print(const char* command, const SimCommandOptions& o,
     fmt::print(stderr, "hkv {}: {}\n", command, runs.error().message);
     return 1;
   }
-  const std::vector<SimReport> reports = runs->Reports();
+  const std::vector<SimReport> reports = Reports(*runs);
   if (o.open_loop) {
     for (const SimReport& r : reports) PrintLoad(runs->workload, r);
   }
@@ -93,6 +108,12 @@ void RegisterCompare(CLI::App& app) {
                   "A configuration (repeat): GROUPS[;unit=U][;blocks=N|"
                   ";capacity=T][;label=L] or geometry=T/R/U[;blocks=N]"
                   "[;label=L]; the default is the built-in comparison");
+  // Repeatable here: each --geometry adds a column.
+  sub->remove_option(sub->get_option("--geometry"));
+  sub->add_option("--geometry", options->geometries,
+                  "T/R/U (repeat): a column of the deployment at this page "
+                  "geometry, after the --config ones (with --vary: the "
+                  "geometry of the varied configuration)");
   sub->add_option("--vary", options->vary,
                   "NAME=V1,V2,...: one column per value of one flag "
                   "(concurrency, max-batched-tokens, max-num-seqs, "

@@ -1,21 +1,26 @@
-// --workload KIND[:ARGS] of `hkv simulate` and `hkv compare`.
+// The workloads of the experiments (hkv/experiment.h): KIND[:ARGS].
 #include <charconv>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "hkv/azure_trace.h"
+#include "hkv/experiment.h"
 #include "hkv/mooncake_trace.h"
 #include "hkv/scenarios.h"
-#include "sim_setup.h"
+#include "sim/experiment_util.h"
 
-namespace hkv::cli {
+namespace hkv {
 namespace {
 
-// The bundled trace; HKV_DATA_DIR is the source tree's data/ folder.
+using internal::KeyValues;
+using internal::ParseKeyValues;
+
+// The bundled trace, under the data folder.
 constexpr const char* kDefaultTrace =
-    HKV_DATA_DIR "/traces/mooncake_conversation_trace.jsonl";
+    "/traces/mooncake_conversation_trace.jsonl";
 
 // Takes the generator arguments of `fields`, each into its field; what is
 // left over is an unknown argument.
@@ -107,8 +112,9 @@ Result<std::vector<SimRequest>> Generator(const std::string& kind,
   return Generated(a.Done(kind), o, &GenerateRepeats);
 }
 
-Result<std::vector<SimRequest>> Uncut(const std::string& spec) {
-  if (spec.empty()) return Mooncake(kDefaultTrace);
+Result<std::vector<SimRequest>> Uncut(const std::string& spec,
+                                      const std::string& data_dir) {
+  if (spec.empty()) return Mooncake(data_dir + kDefaultTrace);
   const std::size_t colon = spec.find(':');
   const std::string kind = spec.substr(0, colon);
   const std::string args =
@@ -134,13 +140,16 @@ Result<std::vector<SimRequest>> Uncut(const std::string& spec) {
 
 }  // namespace
 
-Result<std::vector<SimRequest>> LoadWorkload(const SimCommandOptions& o) {
+Result<std::vector<SimRequest>> LoadWorkload(const ExperimentOptions& o) {
+  // A limit of 0 keeps the whole workload.
+  const std::optional<std::size_t> limit =
+      o.limit == std::size_t{0} ? std::nullopt : o.limit;
   const WorkloadCut cut{
-      .limit = o.limit, .time_scale = o.time_scale, .duration_s = o.duration_s};
+      .limit = limit, .time_scale = o.time_scale, .duration_s = o.duration_s};
   if (Result<void> ok = cut.Validate(); !ok) return tl::unexpected(ok.error());
-  Result<std::vector<SimRequest>> workload = Uncut(o.workload);
+  Result<std::vector<SimRequest>> workload = Uncut(o.workload, o.data_dir);
   if (!workload) return workload;
   return CutWorkload(std::move(*workload), cut);
 }
 
-}  // namespace hkv::cli
+}  // namespace hkv

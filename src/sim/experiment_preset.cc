@@ -5,10 +5,11 @@
 #include <string>
 #include <utility>
 
+#include "hkv/experiment.h"
 #include "hkv/keys.h"
-#include "sim_setup.h"
+#include "sim/experiment_util.h"
 
-namespace hkv::cli {
+namespace hkv {
 namespace {
 
 constexpr double kGiB = 1073741824.0;
@@ -16,7 +17,7 @@ constexpr double kGiB = 1073741824.0;
 constexpr const char* kMeasuredPreset = "glm53-flash-gb10x4";
 
 // The preset of `o`, or a plain DeploymentSpec when none is named.
-Result<DeploymentSpec> BaseSpec(const SimCommandOptions& o) {
+Result<DeploymentSpec> BaseSpec(const ExperimentOptions& o) {
   if (o.preset.empty()) return DeploymentSpec{};
   Result<DeploymentPreset> preset = LoadDeploymentPreset(o.preset);
   if (!preset) return tl::unexpected(preset.error());
@@ -25,14 +26,14 @@ Result<DeploymentSpec> BaseSpec(const SimCommandOptions& o) {
 
 }  // namespace
 
-void DefaultToMeasured(SimCommandOptions& o, bool uses_groups) {
+void DefaultToMeasured(ExperimentOptions& o, bool uses_groups) {
   if (o.preset.empty() && !uses_groups && o.groups.empty() &&
       !o.given.count("model")) {
     o.preset = kMeasuredPreset;
   }
 }
 
-Result<void> ApplyPreset(SimCommandOptions& o) {
+Result<void> ApplyPreset(ExperimentOptions& o) {
   if (o.preset.empty()) return {};
   Result<DeploymentPreset> preset = LoadDeploymentPreset(o.preset);
   if (!preset) return tl::unexpected(preset.error());
@@ -59,7 +60,7 @@ Result<void> ApplyPreset(SimCommandOptions& o) {
 }
 
 Result<SimConfig> DeploymentConfig(const std::string& geometry,
-                                   const SimCommandOptions& o) {
+                                   const ExperimentOptions& o) {
   Result<DeploymentSpec> base = BaseSpec(o);
   if (!base) return tl::unexpected(base.error());
   DeploymentSpec spec = std::move(*base);
@@ -89,4 +90,4 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
                    .max_model_len = spec.context_tokens};
 }
 
-}  // namespace hkv::cli
+}  // namespace hkv
