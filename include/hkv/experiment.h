@@ -39,19 +39,19 @@ struct ExperimentOptions {
   // Workload: KIND[:ARGS] (mooncake:FILE, azure:FILE[,...], fanout, agent,
   // repeat, and the named scenarios of hkv/scenarios.h); empty: the bundled
   // conversation trace, data_dir/traces/mooncake_conversation_trace.jsonl.
-  std::string workload;
+  std::string workload = {};
   // The first N requests; 0: the whole workload. Unset: the command's
   // default (`hkv compare`: DefaultLimit on the bundled trace).
-  std::optional<std::size_t> limit;
+  std::optional<std::size_t> limit = {};
   double time_scale = 1.0;
-  std::optional<double> duration_s;
+  std::optional<double> duration_s = {};
   // Cache: explicit groups, or a deployment resolved by DeploymentConfig.
-  std::string groups;
+  std::string groups = {};
   std::uint32_t hash_unit = 0;  // 0: the smallest block
-  std::optional<std::uint32_t> num_blocks;
-  std::optional<std::uint64_t> capacity_tokens;
+  std::optional<std::uint32_t> num_blocks = {};
+  std::optional<std::uint64_t> capacity_tokens = {};
   std::uint32_t dcp = 1;
-  std::optional<std::uint32_t> retention_interval;
+  std::optional<std::uint32_t> retention_interval = {};
   FreeOrder free_order = FreeOrder::kPrependUncached;
   std::string key_function = "xxh3_128_cbor";
   std::string model = "glm53-flash-like";
@@ -70,27 +70,28 @@ struct ExperimentOptions {
   std::uint64_t seed = 1;
   // Cost model: a preset, then a JSON file, then KEY=VALUE overrides.
   std::string cost_model = "glm53-flash-gb10x4";
-  std::string cost_file;
-  std::vector<std::string> cost;
+  std::string cost_file = {};
+  std::vector<std::string> cost = {};
   // A deployment preset (data/deployments/): its model, TP, DCP, budget,
   // geometry, engine, drafts and cost model, under the fields in `given`.
-  std::string preset;
+  std::string preset = {};
   // Output (read by the callers).
   bool json = false;
   bool csv = false;
   // The fields set explicitly (field names, e.g. "spec_drafts"): a preset
   // does not override them.
-  std::set<std::string> given;
+  std::set<std::string> given = {};
   // The folder of the bundled data (traces/), for the default workload.
-  std::string data_dir;
+  std::string data_dir = {};
 };
 
 // `hkv compare`: several configurations on one workload.
 struct CompareOptions {
-  ExperimentOptions sim;
-  std::vector<std::string> configs;     // --config, repeated
-  std::string vary;                     // --vary NAME=V1,V2,...
-  std::vector<std::string> geometries;  // --geometry T/R/U, repeated
+  ExperimentOptions sim = {};
+  std::vector<std::string> configs = {};     // --config, repeated
+  std::string vary = {};                     // --vary NAME=V1,V2,...
+  std::vector<std::string> geometries = {};  // --geometry T/R/U, repeated
+  std::string objective = "ttft-p50";        // the recommendation's
 };
 
 // Requests of the bundled trace `hkv compare` runs when no --limit is

@@ -58,6 +58,7 @@ from hkv.planner import plan, plan_report  # noqa: E402,F401
 if hasattr(_hkv, "simulate_json"):  # built with the CLI's simulator
     from hkv.simulator import (  # noqa: E402,F401
         compare,
+        compare_geometries,
         plot_run,
         plot_runs,
         simulate,
@@ -96,6 +97,7 @@ __all__ = [
     "plot_runs",
     "simulate",
     "compare",
+    "compare_geometries",
     "preset_names",
     "read_mooncake_trace",
     "replay",

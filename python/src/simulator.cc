@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "hkv/comparison.h"
 #include "hkv/experiment.h"
 #include "sim_report.h"
 
@@ -122,6 +123,23 @@ void BindSimulator(py::module_& m) {
       },
       py::arg("options"), py::arg("configs"), py::arg("vary"),
       "Runs `hkv compare` and returns its JSON reports, one per column");
+  m.def(
+      "compare_geometries_json",
+      [](const py::dict& options, std::vector<std::string> geometries,
+         std::string objective) {
+        CompareOptions o{.sim = OptionsFrom(options),
+                         .geometries = std::move(geometries),
+                         .objective = std::move(objective)};
+        Result<GeometryComparisonOptions> ab = GeometryComparisonFrom(o);
+        if (!ab) throw ResultError(ab.error());
+        py::gil_scoped_release release;
+        Result<Comparison> c = RunGeometryComparison(*ab, {});
+        if (!c) throw ResultError(c.error());
+        return ComparisonJson(*c);
+      },
+      py::arg("options"), py::arg("geometries"), py::arg("objective"),
+      "Runs the geometry comparison of `hkv compare` without --config and "
+      "returns its JSON (schema hkv.compare/1)");
 }
 
 }  // namespace hkv::python

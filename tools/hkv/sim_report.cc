@@ -31,18 +31,20 @@ double Percent(std::uint64_t part, std::uint64_t whole) {
 
 constexpr std::array<const char*, kNumManagerCalls> kCalls = {
     "lookup", "allocate", "commit", "free"};
-constexpr std::array<const char*, kNumHitClasses> kClasses = {"cold", "sparse",
-                                                              "warm"};
+constexpr std::array<const char*, kNumHitClasses> kClasses = {
+    "cold", "sparse", "warm", "evicted"};
 
 struct Miss {
   const char* key;
   const MissCounters* counters;
 };
-std::array<Miss, 4> Misses(const PrefixCacheStats& s) {
+std::array<Miss, 5> Misses(const SimulationResult& r) {
+  const PrefixCacheStats& s = r.manager_stats;
   return {{{"speculative_rewind", &s.speculative_rewind},
            {"no_checkpoint", &s.no_checkpoint},
            {"window_not_covered", &s.window_not_covered},
-           {"evicted", &s.evicted}}};
+           {"evicted", &s.evicted},
+           {"evicted_chain", &r.evicted_chains}}};
 }
 
 void AddLatencies(std::vector<Field>& f, const SimulationResult& r) {
@@ -76,7 +78,7 @@ void AddManagerTimes(std::vector<Field>& f, const SimulationResult& r) {
 
 // Miss causes and per-group residency.
 void AddCacheCounters(std::vector<Field>& f, const SimulationResult& r) {
-  for (const Miss& m : Misses(r.manager_stats)) {
+  for (const Miss& m : Misses(r)) {
     f.push_back({fmt::format("miss_{}_requests", m.key),
                  fmt::format("miss {} (req/tokens)", m.key),
                  fmt::format("{}", m.counters->requests),
@@ -324,7 +326,7 @@ nlohmann::json ReportJson(const SimReport& report) {
   out["ttft"] = Latency(r.ttft);
   out["tpot"] = Latency(r.tpot);
   out["e2e"] = Latency(r.e2e);
-  for (const Miss& m : Misses(r.manager_stats)) {
+  for (const Miss& m : Misses(r)) {
     out["miss_causes"][m.key] = {{"requests", m.counters->requests},
                                  {"tokens", m.counters->tokens}};
   }

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "commands.h"
+#include "compare_print.h"
+#include "hkv/comparison.h"
 #include "hkv/deployment.h"
 #include "sim_report.h"
 #include "sim_setup.h"
@@ -99,10 +101,12 @@ void RegisterCompare(CLI::App& app) {
   auto options = std::make_shared<CompareCommandOptions>();
   CLI::App* sub = app.add_subcommand(
       "compare",
-      "Simulate several cache configurations on one workload, side by side "
-      "(default: glm53-flash-like TP 4, 33 GiB, geometries 256/256/256, "
-      "2048/2048/2048, 2048/256/256, first 2000 requests of the bundled "
-      "conversation trace, closed loop at concurrency 16)");
+      "Compare cache configurations side by side. Without --config or "
+      "--vary: page geometries 256/256/256, 2048/2048/2048, 2048/2048/256 "
+      "and 2048/256/256 (and each --geometry) of the measured GB10 "
+      "deployment (preset glm53-flash-gb10x4) on the named scenarios and the "
+      "first 2000 requests of the bundled conversation trace, with a "
+      "recommendation and its sensitivity (docs/simulator.md)");
   AddSimOptions(*sub, options->sim);
   sub->add_option("--config", options->configs,
                   "A configuration (repeat): GROUPS[;unit=U][;blocks=N|"
@@ -121,12 +125,34 @@ void RegisterCompare(CLI::App& app) {
                   "spec-lookahead, retention-interval, num-blocks, hash-unit, "
                   "dcp, tp, budget-gib, geometry) on the one --config or the "
                   "flags' cache");
+  sub->add_option("--objective", options->objective,
+                  "What the recommendation optimises, among the "
+                  "configurations within 5 % of the best capacity: ttft-p50, "
+                  "ttft-p99, reuse, capacity, decode")
+      ->capture_default_str();
   OnRun(sub, options, &RunCompare);
 }
 
 int RunCompare(const CompareCommandOptions& options) {
-  return Print("compare", options.sim,
-               RunComparison(options, StderrProgress()));
+  if (!options.configs.empty() || !options.vary.empty()) {
+    return Print("compare", options.sim,
+                 RunComparison(options, StderrProgress()));
+  }
+  Result<GeometryComparisonOptions> ab = GeometryComparisonFrom(options);
+  Result<Comparison> c = ab ? RunGeometryComparison(*ab, StderrProgress())
+                            : Result<Comparison>(tl::unexpected(ab.error()));
+  if (!c) {
+    fmt::print(stderr, "hkv compare: {}\n", c.error().message);
+    return 1;
+  }
+  if (options.sim.json) {
+    fmt::print("{}\n", ComparisonJson(*c));
+  } else if (options.sim.csv) {
+    PrintComparisonCsv(*c);
+  } else {
+    PrintComparison(*c);
+  }
+  return 0;
 }
 
 }  // namespace hkv::cli
