@@ -82,18 +82,22 @@ SimCommandOptions OptionsFrom(const py::dict& given) {
 }
 
 // The runs as the commands' JSON: one report per configuration.
-std::string ReportsJson(const Result<SimRuns>& runs) {
+std::string ReportsJson(const Result<SimRuns>& runs, bool open_loop) {
   if (!runs) throw ResultError(runs.error());
   nlohmann::json out = nlohmann::json::array();
   for (const SimRun& run : runs->runs) {
-    out.push_back(cli::ReportJson({.label = run.config.label,
-                                   .result = &run.result,
-                                   .cost_model = runs->cost_model,
-                                   .wall_s = run.wall_s,
-                                   .groups = run.config.groups,
-                                   .capacity = run.config.capacity,
-                                   .max_model_len = run.config.max_model_len,
-                                   .figures = &run.figures}));
+    out.push_back(cli::ReportJson(
+        {.label = run.config.label,
+         .result = &run.result,
+         .cost_model = runs->cost_model,
+         .wall_s = run.wall_s,
+         .groups = run.config.groups,
+         .capacity = run.config.capacity,
+         .max_model_len = run.config.max_model_len,
+         .figures = &run.figures,
+         .load = open_loop
+                     ? std::optional<Load>(LoadOf(runs->workload, run.result))
+                     : std::nullopt}));
   }
   return out.dump();
 }
@@ -106,7 +110,7 @@ void BindSimulator(py::module_& m) {
       [](const py::dict& options) {
         const SimCommandOptions o = OptionsFrom(options);
         py::gil_scoped_release release;
-        return ReportsJson(RunSimulation(o, {}));
+        return ReportsJson(RunSimulation(o, {}), o.open_loop);
       },
       py::arg("options"),
       "Runs `hkv simulate` with the options (SimCommandOptions field names) "
@@ -119,7 +123,7 @@ void BindSimulator(py::module_& m) {
                          .configs = std::move(configs),
                          .vary = std::move(vary)};
         py::gil_scoped_release release;
-        return ReportsJson(RunComparison(o, {}));
+        return ReportsJson(RunComparison(o, {}), o.sim.open_loop);
       },
       py::arg("options"), py::arg("configs"), py::arg("vary"),
       "Runs `hkv compare` and returns its JSON reports, one per column");

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -33,7 +34,7 @@ SimProgress StderrProgress() {
 }
 
 // One report per run, pointing into `runs`.
-std::vector<SimReport> Reports(const SimRuns& runs) {
+std::vector<SimReport> Reports(const SimRuns& runs, bool open_loop) {
   std::vector<SimReport> reports;
   for (const SimRun& run : runs.runs) {
     reports.push_back({.label = run.config.label,
@@ -43,7 +44,10 @@ std::vector<SimReport> Reports(const SimRuns& runs) {
                        .groups = run.config.groups,
                        .capacity = run.config.capacity,
                        .max_model_len = run.config.max_model_len,
-                       .figures = &run.figures});
+                       .figures = &run.figures,
+                       .load = open_loop ? std::optional<Load>(LoadOf(
+                                               runs.workload, run.result))
+                                         : std::nullopt});
   }
   return reports;
 }
@@ -55,9 +59,9 @@ int Print(const char* command, const SimCommandOptions& o,
     fmt::print(stderr, "hkv {}: {}\n", command, runs.error().message);
     return 1;
   }
-  const std::vector<SimReport> reports = Reports(*runs);
+  const std::vector<SimReport> reports = Reports(*runs, o.open_loop);
   if (o.open_loop) {
-    for (const SimReport& r : reports) PrintLoad(runs->workload, r);
+    for (const SimReport& r : reports) PrintLoad(r);
   }
   if (o.json) {
     nlohmann::json out = nlohmann::json::array();
