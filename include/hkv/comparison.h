@@ -145,6 +145,19 @@ Candidate CandidateOf(const ConfigurationOutcome& outcome,
 [[nodiscard]] Result<Comparison> RunGeometryComparison(
     const GeometryComparisonOptions& options, const SimProgress& progress);
 
+// The geometries `hkv compare --search` tries: target 256, 1024, 2048 and
+// 4096 tokens, each with recurrent pages and hash unit of 256 tokens or of
+// the target.
+std::vector<std::string> SearchGeometries();
+
+// `hkv compare --search`: every SearchGeometries() geometry under dense
+// retention and under retention interval 0 (labels "T/R/U dense", "T/R/U
+// interval 0") on the options' trace only (no scenarios, no sensitivity
+// runs), ranked by the rule: 14 trace runs, `progress` called as they go.
+// Returns the first error, prefixed by the configuration.
+[[nodiscard]] Result<Comparison> RunGeometrySearch(
+    const GeometryComparisonOptions& options, const SimProgress& progress);
+
 // The comparison as JSON (schema "hkv.compare/1", docs/simulator.md):
 // numbers are numbers, a missing figure is null.
 std::string ComparisonJson(const Comparison& comparison);

@@ -92,6 +92,7 @@ struct CompareOptions {
   std::string vary = {};                     // --vary NAME=V1,V2,...
   std::vector<std::string> geometries = {};  // --geometry T/R/U, repeated
   std::string objective = "ttft-p50";        // the recommendation's
+  bool search = false;  // --search: rank geometries x retention settings
 };
 
 // Requests of the bundled trace `hkv compare` runs when no --limit is

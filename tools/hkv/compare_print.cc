@@ -221,6 +221,35 @@ std::string Quoted(const std::string& text) {
 
 }  // namespace
 
+void PrintSearch(const Comparison& c) {
+  fmt::print("deployment {}, trace {} ({} requests)\n",
+             c.preset.empty() ? "(flags)" : c.preset,
+             c.trace.empty() ? "bundled conversation" : c.trace,
+             c.trace_requests);
+  fmt::print(
+      "ranked by {} among the configurations within {:.0f} % of the "
+      "best capacity,\nthen the others by capacity\n",
+      ObjectiveName(c.objective), 100 * c.capacity_tolerance);
+  fmt::print("{:>4}  {:<28}{:>12}{:>14}{:>18}\n", "rank", "configuration",
+             "capacity", "reused", "TTFT p50/p99 (s)*");
+  const Recommendation& r = c.recommendation;
+  for (std::size_t k = 0; k < r.ranking.size(); ++k) {
+    const ConfigurationOutcome& o = c.configurations[r.ranking[k]];
+    const Candidate& x = c.candidates[r.ranking[k]];
+    fmt::print("{:>4}  {:<28}{:>11.2f}x{:>13.1f}%{:>18}\n", k + 1,
+               o.config.label, x.capacity,
+               Percent(o.trace.reused_tokens, o.trace.prompt_tokens),
+               fmt::format("{:.2f}/{:.2f}", x.ttft_p50_s, x.ttft_p99_s));
+    if (k + 1 == r.eligible && k + 1 < r.ranking.size()) {
+      fmt::print("      (below: beyond {:.0f} % of the best capacity)\n",
+                 100 * c.capacity_tolerance);
+    }
+  }
+  fmt::print("recommendation:\n");
+  PrintWrapped("  " + r.why, "    ");
+  fmt::print("* modelled by cost model {}\n", c.cost_model);
+}
+
 void PrintComparisonCsv(const Comparison& c) {
   const std::vector<Row> rows = Rows();
   fmt::print("label");

@@ -9,6 +9,10 @@ namespace hkv::cli {
 
 void PrintComparison(const Comparison& comparison);
 
+// `hkv compare --search`: the configurations ranked, one line each, and
+// the recommendation.
+void PrintSearch(const Comparison& comparison);
+
 // One CSV row per configuration: the rows of the text, their keys as the
 // header.
 void PrintComparisonCsv(const Comparison& comparison);

@@ -134,6 +134,10 @@ void RegisterCompare(CLI::App& app) {
                   "configurations within 5 % of the best capacity: ttft-p50, "
                   "ttft-p99, reuse, capacity, decode")
       ->capture_default_str();
+  sub->add_flag("--search", options->search,
+                "Rank geometries (target 256..4096, recurrent pages and hash "
+                "unit 256 or the target) x retention (dense, interval 0) on "
+                "the trace, for the deployment and budget of the flags");
   OnRun(sub, options, &RunCompare);
 }
 
@@ -143,8 +147,10 @@ int RunCompare(const CompareCommandOptions& options) {
                  RunComparison(options, StderrProgress()));
   }
   Result<GeometryComparisonOptions> ab = GeometryComparisonFrom(options);
-  Result<Comparison> c = ab ? RunGeometryComparison(*ab, StderrProgress())
-                            : Result<Comparison>(tl::unexpected(ab.error()));
+  Result<Comparison> c = !ab ? Result<Comparison>(tl::unexpected(ab.error()))
+                         : options.search
+                             ? RunGeometrySearch(*ab, StderrProgress())
+                             : RunGeometryComparison(*ab, StderrProgress());
   if (!c) {
     fmt::print(stderr, "hkv compare: {}\n", c.error().message);
     return 1;
@@ -153,6 +159,8 @@ int RunCompare(const CompareCommandOptions& options) {
     fmt::print("{}\n", ComparisonJson(*c));
   } else if (options.sim.csv) {
     PrintComparisonCsv(*c);
+  } else if (options.search) {
+    PrintSearch(*c);
   } else {
     PrintComparison(*c);
   }
