@@ -176,6 +176,37 @@ TEST_P(FullReportTest, V80_ReusedBlocksAreReannounced) {
 
 INSTANTIATE_TEST_SUITE_P(Dcp, FullReportTest, ::testing::Values(1u, 2u, 4u));
 
+// A group that caches nothing (recurrent "none") has no blocks in any hit:
+// "full" report mode re-announces the other groups' reuse and nothing of
+// it. (It read the empty list's first blocks: the cache_ops fuzzer's
+// full_report_reuse_of_uncached_group.)
+TEST(EventsTest, FullReportSkipsAGroupThatCachesNothing) {
+  internal::CacheCore cache(
+      CacheConfig{.groups = {{.block_size = 4},
+                             {.kind = GroupKind::kRecurrent,
+                              .block_size = 4,
+                              .recurrent_mode = RecurrentMode::kNone}},
+                  .num_blocks = 20,
+                  .keys = {.hash_unit = 4},
+                  .events = KvEventMode::kEnabled});
+  const Request owner({.id = RequestId{0}}, Range(0, 16), cache.key_scheme());
+  AllocateAndCommit(cache, owner, 16);
+  cache.Free(owner.id());
+  static_cast<void>(cache.TakeEvents());
+  const Request r({.id = RequestId{1}, .event_report = EventReport::kFull},
+                  Range(0, 17), cache.key_scheme());
+  const CacheHit hit = cache.Lookup(r);
+  ASSERT_EQ(hit.num_tokens, 16u);
+  ASSERT_TRUE(hit.blocks[1].empty());
+  ASSERT_TRUE(cache.Allocate(r, {.num_new_tokens = 1, .hit = &hit}));
+  const std::vector<KvEvent> events = cache.TakeEvents();
+  ASSERT_EQ(events.size(), 1u);
+  const auto& run = std::get<BlockStored>(events[0]);
+  EXPECT_EQ(run.group, GroupId{0});
+  EXPECT_EQ(run.token_ids, Range(0, 16));
+  EXPECT_EQ(run.block_hashes.size(), 4u);
+}
+
 TEST(EventsTest, IncrementalReportAnnouncesNoReuse) {
   internal::CacheCore cache(CacheConfig{.groups = {{.block_size = 4}},
                                         .num_blocks = 20,

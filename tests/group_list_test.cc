@@ -98,7 +98,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Malformed{"", "", "empty group list"},
         Malformed{"full:16,,full:16", "group 1 \"\"", "empty group"},
-        Malformed{"mamba:16", "group 0 \"mamba:16\"", "unknown kind \"mamba\""},
+        Malformed{"mamba:16", "group 0 \"mamba:16\"",
+                  "unknown kind \"mamba\" (full, sliding, chunked, "
+                  "recurrent or scratch)"},
         Malformed{"full:16,full", "group 1 \"full\"", "missing block size"},
         Malformed{"full:", "group 0 \"full:\"", "block size \"\" is not"},
         Malformed{"full:0", "group 0", "block size must be at least 1, got 0"},

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "hkv/geometry.h"
+#include "hkv/limits.h"
 #include "hkv/model.h"
 #include "hkv/planner.h"
 
@@ -250,14 +251,13 @@ TEST(PlannerFormulaTest, OneGroupTakesOnlyItsBlockAsUnit) {
 }
 
 TEST(PlannerFormulaTest, HugeFiguresSaturateInsteadOfWrapping) {
-  // 2^51 one-byte states of 3 blocks each, times a 2^32 - 1 token context.
+  // 2^51 one-byte states of 3 blocks each, times a 2^24 token context.
   const ModelSpec model{
       .name = "tiny-state",
       .layers = {{.kind = LayerKind::kRecurrent, .state_bytes = 1}}};
-  Result<Plan> plan =
-      PlanCapacity(model, {16, 16, 16},
-                   {.budget_bytes = std::uint64_t{1} << 51,
-                    .context_tokens = (std::uint64_t{1} << 32) - 1});
+  Result<Plan> plan = PlanCapacity(model, {16, 16, 16},
+                                   {.budget_bytes = std::uint64_t{1} << 51,
+                                    .context_tokens = kMaxTokensPerRequest});
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_EQ(plan->shared.concurrency, ((std::uint64_t{1} << 51) - 1) / 3);
   EXPECT_EQ(plan->shared.tokens, std::numeric_limits<std::uint64_t>::max());

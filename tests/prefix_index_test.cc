@@ -1,22 +1,28 @@
 // PrefixIndex against a std::map model: random inserts (duplicates
 // included), erases and finds over keys whose first words collide often, so
-// linear probing, growth and backward-shift deletion are all exercised.
+// linear probing, tag collisions, growth past the planned size, backward-shift
+// deletion and a block's several keys are all exercised.
 #include "core/prefix_index.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <vector>
 
 namespace hkv::internal {
 namespace {
 
+// An index this small starts at its minimum of 64 slots, and grows past 32
+// keys.
+constexpr std::uint32_t kSmallIndexBlocks = 20;
+
 PrefixKey MakeKey(std::uint8_t home, std::uint8_t tail, std::uint32_t group) {
   PrefixKey key;
-  key.hash.bytes[0] = home;  // the home slot, in a table of 64 or more
-  key.hash.bytes[31] = tail;
+  key.hash.bytes[0] = home;   // the home slot, in a table of 64 or more
+  key.hash.bytes[31] = tail;  // keys differing only here share their tag
   key.group = GroupId{group};
   return key;
 }
@@ -29,8 +35,10 @@ struct KeyOrder {
 };
 
 RC_GTEST_PROP(PrefixIndexTest, AgreesWithMapModel, ()) {
-  PrefixIndex index;
+  PrefixIndex index(kSmallIndexBlocks);
   std::map<PrefixKey, std::vector<BlockId>, KeyOrder> model;
+  // Each block's keys in registration order.
+  std::map<BlockId, std::vector<PrefixKey>> keys_of;
   const auto steps = *rc::gen::inRange(1, 400);
   for (int step = 0; step < steps; ++step) {
     // Homes cluster near both ends of the smallest table (64 slots), so
@@ -45,6 +53,7 @@ RC_GTEST_PROP(PrefixIndexTest, AgreesWithMapModel, ()) {
     if (op == 0) {
       index.Insert(key, block);
       model[key].push_back(block);
+      keys_of[block].push_back(key);
     } else if (op == 1) {
       auto it = model.find(key);
       bool expected = false;
@@ -54,9 +63,16 @@ RC_GTEST_PROP(PrefixIndexTest, AgreesWithMapModel, ()) {
           it->second.erase(pos);
           expected = true;
           if (it->second.empty()) model.erase(it);
+          std::vector<PrefixKey>& owned = keys_of[block];
+          owned.erase(std::find(owned.begin(), owned.end(), key));
         }
       }
       RC_ASSERT(index.Erase(key, block) == expected);
+    }
+    RC_ASSERT(index.CheckInvariants());
+    for (const auto& [b, keys] : keys_of) {
+      RC_ASSERT(index.KeysOf(b) == keys);
+      RC_ASSERT(index.HasKeys(b) == !keys.empty());
     }
     std::size_t entries = 0;
     for (const auto& [k, blocks] : model) {
@@ -75,7 +91,7 @@ RC_GTEST_PROP(PrefixIndexTest, AgreesWithMapModel, ()) {
 // back only the keys whose home allows it: a key sitting in its own home
 // slot 0 stays there.
 TEST(PrefixIndexTest, EraseInsideARunThatWraps) {
-  PrefixIndex index;
+  PrefixIndex index(kSmallIndexBlocks);
   const PrefixKey at_home = MakeKey(0, 0, 0);
   index.Insert(at_home, BlockId{1});  // slot 0
   std::vector<PrefixKey> wrapped;
@@ -91,7 +107,7 @@ TEST(PrefixIndexTest, EraseInsideARunThatWraps) {
 }
 
 TEST(PrefixIndexTest, FindRunStopsAtTheFirstMiss) {
-  PrefixIndex index;
+  PrefixIndex index(kSmallIndexBlocks);
   std::vector<BlockHash> keys(8);
   for (std::uint8_t i = 0; i < 8; ++i)
     keys[i].bytes[0] = static_cast<std::uint8_t>(i + 1);
@@ -104,6 +120,73 @@ TEST(PrefixIndexTest, FindRunStopsAtTheFirstMiss) {
   EXPECT_EQ(out[0], BlockId{11});
   EXPECT_EQ(out[1], BlockId{13});
   EXPECT_EQ(index.FindRun(keys, 2, 4, GroupId{1}, out), 0u);  // other group
+}
+
+// Slots hold a 32-bit tag, not the key: keys sharing their first word are
+// told apart by the whole key in the block's record (or alias node).
+TEST(PrefixIndexTest, KeysSharingATagAreToldApart) {
+  PrefixIndex index(kSmallIndexBlocks);
+  const PrefixKey a = MakeKey(7, 1, 0), b = MakeKey(7, 2, 0);
+  const PrefixKey c = MakeKey(7, 3, 0), absent = MakeKey(7, 4, 0);
+  index.Insert(a, BlockId{1});
+  index.Insert(b, BlockId{2});
+  index.Insert(c, BlockId{1});  // block 1's second key: an alias node
+  EXPECT_EQ(index.Find(a), BlockId{1});
+  EXPECT_EQ(index.Find(b), BlockId{2});
+  EXPECT_EQ(index.Find(c), BlockId{1});
+  EXPECT_FALSE(index.Find(absent).has_value());
+  EXPECT_FALSE(index.Find(MakeKey(7, 1, 1)).has_value());  // other group
+}
+
+// Erasing a block's first key moves its next key into the block's record;
+// the key's other blocks keep their order.
+TEST(PrefixIndexTest, ErasingABlocksFirstKeyKeepsItsOtherKeys) {
+  PrefixIndex index(kSmallIndexBlocks);
+  const PrefixKey k1 = MakeKey(1, 0, 0), k2 = MakeKey(2, 0, 0);
+  const PrefixKey k3 = MakeKey(3, 0, 0);
+  index.Insert(k2, BlockId{2});
+  index.Insert(k1, BlockId{1});
+  index.Insert(k2, BlockId{1});  // after block 2
+  index.Insert(k3, BlockId{1});
+  ASSERT_TRUE(index.Erase(k1, BlockId{1}));
+  EXPECT_TRUE(index.CheckInvariants());
+  EXPECT_EQ(index.KeysOf(BlockId{1}), (std::vector<PrefixKey>{k2, k3}));
+  EXPECT_EQ(index.Find(k2), BlockId{2});
+  ASSERT_TRUE(index.Erase(k2, BlockId{2}));
+  EXPECT_EQ(index.Find(k2), BlockId{1});
+  EXPECT_EQ(index.Find(k3), BlockId{1});
+  EXPECT_EQ(index.NumEntries(), 2u);
+  EXPECT_TRUE(index.CheckInvariants());
+}
+
+// Sized from num_blocks: one key per block, registered and erased over and
+// over, never grows the slots (no call rehashes in steady state).
+TEST(PrefixIndexTest, OneKeyPerBlockNeverGrowsTheTable) {
+  constexpr std::uint32_t kBlocks = 3000;
+  PrefixIndex index(kBlocks);
+  const std::size_t slots = index.num_slots();
+  const std::size_t bytes = index.MemoryBytes();
+  EXPECT_GE(slots * 3, std::size_t{kBlocks} * 8);
+  const auto key = [](std::uint64_t n) {
+    PrefixKey k;
+    const std::uint64_t word = n * 0x9e3779b97f4a7c15ull;
+    std::memcpy(k.hash.bytes.data(), &word, sizeof word);
+    return k;
+  };
+  std::uint64_t n = 0;
+  for (int round = 0; round < 4; ++round) {
+    for (std::uint32_t b = 1; b < kBlocks; ++b) {
+      if (round > 0) {
+        const PrefixKey old = index.FirstKey(BlockId{b});
+        ASSERT_TRUE(index.Erase(old, BlockId{b}));
+      }
+      index.Insert(key(n++), BlockId{b});
+    }
+  }
+  EXPECT_EQ(index.size(), kBlocks - 1);
+  EXPECT_EQ(index.num_slots(), slots);
+  EXPECT_EQ(index.MemoryBytes(), bytes);
+  EXPECT_TRUE(index.CheckInvariants());
 }
 
 }  // namespace

@@ -237,7 +237,7 @@ TEST_F(SpecBasicsTest, V14_ResetOnlyWhenNothingIsHeld) {
 // The vector's blocks 0..3 are ids 1..4 here: id 0 is the null block, which
 // is never cached.
 TEST(PrefixIndexTest, V15_DuplicateKeysFirstInsertedWins) {
-  internal::PrefixIndex index;
+  internal::PrefixIndex index(5);
   const auto key = [](std::uint8_t n) {
     internal::PrefixKey k;
     k.hash.bytes[0] = n;

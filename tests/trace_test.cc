@@ -12,62 +12,30 @@
 #include "hkv/replay.h"
 #include "replay_test_util.h"
 #include "test_util.h"
+#include "trace_file_fixture.h"
 
 namespace hkv {
 namespace {
 
 using ::testing::HasSubstr;
 
-// Writes trace files into a fresh directory, removed after the test.
-class TraceFileFixture : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const ::testing::TestInfo* info =
-        ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name =
-        std::string(info->test_suite_name()) + "." + info->name();
-    for (char& c : name) {
-      if (c == '/') c = '_';
-    }
-    dir_ = std::filesystem::temp_directory_path() / ("hkv_trace_test." + name);
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::filesystem::path Write(const std::string& contents) {
-    const std::filesystem::path path = dir_ / "trace.jsonl";
-    std::ofstream(path, std::ios::binary) << contents;
-    return path;
-  }
-
-  std::vector<TraceRequest> Read(const std::string& contents) {
-    Result<std::vector<TraceRequest>> trace =
-        ReadMooncakeTrace(Write(contents));
-    EXPECT_TRUE(trace.has_value()) << trace.error().message;
-    return trace.value_or(std::vector<TraceRequest>{});
-  }
-
-  std::filesystem::path dir_;
-};
+using testing::kGoodLine;
+using testing::TraceFileFixture;
 
 class TraceReaderTest : public TraceFileFixture {};
-
-constexpr char kGoodLine[] =
-    R"({"timestamp": 0, "input_length": 600, "output_length": 7, "hash_ids": [0, 1]})";
 
 TEST_F(TraceReaderTest, ReadsEveryFieldAndTrailingBlankLines) {
   const std::vector<TraceRequest> trace = Read(
       std::string(kGoodLine) + "\r\n" +
       R"({"hash_ids": [0, 2, 3], "input_length": 1025, "output_length": 0,)"
-      R"( "timestamp": 18446744073709551615, "note": "ignored"})"
+      R"( "timestamp": 1000000000000000, "note": "ignored"})"
       "\n\n  \n");
   ASSERT_EQ(trace.size(), 2u);
   EXPECT_EQ(trace[0].timestamp_ms, 0u);
   EXPECT_EQ(trace[0].input_length, 600u);
   EXPECT_EQ(trace[0].output_length, 7u);
   EXPECT_EQ(trace[0].hash_ids, (std::vector<std::uint64_t>{0, 1}));
-  EXPECT_EQ(trace[1].timestamp_ms, 18446744073709551615u);
+  EXPECT_EQ(trace[1].timestamp_ms, 1000000000000000u);  // the limit
   EXPECT_EQ(trace[1].input_length, 1025u);
   EXPECT_EQ(trace[1].hash_ids, (std::vector<std::uint64_t>{0, 2, 3}));
 }
@@ -154,10 +122,54 @@ INSTANTIATE_TEST_SUITE_P(
             R"("hash_ids" has 1 ids; input_length 600 needs 2)"},
         MalformedLine{
             R"({"timestamp": 0, "input_length": 0, "output_length": 7, "hash_ids": []})",
-            R"("input_length" is 0)"}),
+            R"("input_length" is 0)"},
+        // kMaxInputSeconds = 1e12 s is 10^15 ms.
+        MalformedLine{
+            R"({"timestamp": 1000000000000001, "input_length": 600, "output_length": 7, "hash_ids": [0, 1]})",
+            R"("timestamp" is out of range (1000000000000001 > 1000000000000000))"},
+        // Numbers beyond a double: nlohmann refuses them while parsing.
+        MalformedLine{
+            R"({"timestamp": 1e400, "input_length": 600, "output_length": 7, "hash_ids": [0, 1]})",
+            R"("timestamp" holds number '1e400', out of range of a double)"},
+        MalformedLine{
+            R"({"timestamp": 0, "note": -1e400, "input_length": 600, "output_length": 7, "hash_ids": [0, 1]})",
+            R"("note" holds number '-1e400', out of range of a double)"},
+        MalformedLine{
+            R"({"timestamp": 0, "input_length": 600, "output_length": 7, "hash_ids": [0, 2e308]})",
+            R"("hash_ids" holds number '2e308', out of range of a double)"},
+        MalformedLine{R"([1e999])", "number '1e999' is out of range"},
+        // 2^24 tokens per request at most, prompt and output together.
+        MalformedLine{
+            R"({"timestamp": 0, "input_length": 16777217, "output_length": 0, "hash_ids": []})",
+            R"("input_length" 16777217 + "output_length" 0 tokens exceed the limit of 16777216 tokens per request)"},
+        MalformedLine{
+            R"({"timestamp": 0, "input_length": 600, "output_length": 4294967295, "hash_ids": [0, 1]})",
+            R"("input_length" 600 + "output_length" 4294967295 tokens exceed the limit)"}),
     [](const ::testing::TestParamInfo<MalformedLine>& test) {
       return testing::Identifier(test.param.problem);
     });
+
+// A workload's arrivals may not decrease: a line earlier than the one
+// before it is refused, naming it (fuzz/regressions: the reader took
+// timestamps in any order). Equal timestamps are in order.
+TEST_F(TraceReaderTest, RefusesATimestampBeforeThePreviousOne) {
+  const std::string line =
+      R"(, "input_length": 600, "output_length": 7, "hash_ids": [0, 1]})";
+  const std::filesystem::path path =
+      Write(R"({"timestamp": 5000)" + line + "\n" + R"({"timestamp": 5000)" +
+            line + "\n" + R"({"timestamp": 4999)" + line + "\n");
+  const Result<std::vector<TraceRequest>> trace = ReadMooncakeTrace(path);
+  ASSERT_FALSE(trace.has_value());
+  EXPECT_EQ(trace.error().code, ErrorCode::kCorruption);
+  EXPECT_EQ(trace.error().message,
+            path.string() +
+                R"(:3: "timestamp" 4999 is before the previous request's 5000)"
+                " (a trace is in time order)");
+}
+
+TEST_F(TraceReaderTest, AcceptsEqualTimestamps) {
+  EXPECT_EQ(Read(std::string(kGoodLine) + "\n" + kGoodLine + "\n").size(), 2u);
+}
 
 TEST(TraceTokensTest, HasInputLengthTokensInsideTheVocabulary) {
   const std::vector<TokenId> tokens =

@@ -15,8 +15,10 @@
 //   Result<std::vector<SimRequest>> w = ReadAzureTrace(path, {.seed = 3});
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -31,21 +33,34 @@ struct AzurePrefixOptions {
   double shared_fraction = 0.5;
   std::uint64_t seed = 1;
 
-  // kInvalidArgument for a shared fraction outside [0, 1], or sharing with
-  // no prefixes.
+  // kInvalidArgument for a shared fraction outside [0, 1] (or NaN), or
+  // sharing with no prefixes.
   [[nodiscard]] Result<void> Validate() const;
 };
 
-// Parses CSV text. Timestamps are "YYYY-MM-DD HH:MM:SS[.fraction]" or plain
-// seconds; arrivals are relative to the first request. Output lengths of 0
-// become 1. Returns kCorruption naming the line for a missing column, a bad
-// number or timestamp, a context of 0 tokens or a decreasing timestamp.
+// Parses CSV text: at most `limit` requests (parsing stops there).
+// Timestamps are "YYYY-MM-DD HH:MM:SS[.fraction]" or plain seconds;
+// arrivals are relative to the first request. Output lengths of 0 become 1.
+// CRLF line ends, a UTF-8 byte order mark and a last line without '\n' are
+// allowed; blank lines are skipped.
+// Returns kInvalidArgument when `options` are invalid, and kCorruption
+// naming the line ("Azure trace line N: ...") and the column for a line
+// longer than kMaxTraceLineBytes, a missing column, a timestamp that is
+// neither form or not finite, a token count that is not a whole number, a
+// context of 0 tokens, more than kMaxTokensPerRequest tokens (context and
+// generated), a decreasing timestamp or one more than kMaxInputSeconds after
+// the first, or, without a `limit` within it, more than
+// kMaxRequestsPerWorkload requests.
 [[nodiscard]] Result<std::vector<SimRequest>> ParseAzureTrace(
-    std::string_view csv, const AzurePrefixOptions& options);
+    std::string_view csv, const AzurePrefixOptions& options,
+    std::optional<std::size_t> limit = std::nullopt);
 
-// Reads and parses a file as ParseAzureTrace; kIoError when it cannot be
-// read.
+// Reads and parses a file as ParseAzureTrace, errors naming "FILE:LINE: ";
+// kIoError naming the path and the reason when it cannot be opened (missing,
+// a directory, no permission) or read. Reads lines of bounded length, so
+// memory stays within the limits whatever the file.
 [[nodiscard]] Result<std::vector<SimRequest>> ReadAzureTrace(
-    const std::filesystem::path& path, const AzurePrefixOptions& options);
+    const std::filesystem::path& path, const AzurePrefixOptions& options,
+    std::optional<std::size_t> limit = std::nullopt);
 
 }  // namespace hkv

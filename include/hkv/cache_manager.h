@@ -33,6 +33,7 @@
 
 #include "hkv/events.h"
 #include "hkv/keys.h"
+#include "hkv/limits.h"
 #include "hkv/request.h"
 #include "hkv/result.h"
 #include "hkv/types.h"
@@ -108,13 +109,20 @@ struct RequestBounds {
 // group its chunk plus in-flight tokens; an aligned recurrent group its
 // state, the previous one, and the speculative blocks; a scratch group its
 // pages. Pool sizing and whole-sequence admission both use it, so they
-// cannot drift apart (spec §9 item 13).
+// cannot drift apart (spec §9 item 13). In-flight tokens count at most the
+// length. REQUIRES: the group's block holds at least one token (else
+// UsageError).
 std::uint64_t MaxBlocksPerRequest(const GroupSpec& group,
                                   const RequestBounds& bounds);
 
 enum class PrefixCaching { kEnabled, kDisabled };
 enum class KvEventMode { kDisabled, kEnabled };
 
+// Limits (hkv/limits.h), refused by Validate: num_blocks, speculative and
+// scratch blocks at most kMaxPoolBlocks; max_model_len, max_in_flight_tokens,
+// the hash unit, the retention interval, every group's block (DCP-scaled),
+// window, output window and chunk, and the scheduler block (the blocks'
+// lcm) at most kMaxTokensPerRequest.
 struct CacheConfig {
   std::vector<GroupSpec> groups = {};
   std::uint32_t num_blocks = 0;  // including the null block (id 0)
@@ -130,7 +138,8 @@ struct CacheConfig {
   // Where freed blocks without a key go (spec §1.3): the front of the free
   // queue (default), or, with kAppendAll, the back like every other block.
   FreeOrder free_order = FreeOrder::kPrependUncached;
-  std::uint32_t max_model_len = std::numeric_limits<std::uint32_t>::max();
+  // Tokens one request holds at most.
+  std::uint32_t max_model_len = kMaxTokensPerRequest;
   // Tokens scheduled but not yet processed, at most (the step's chunk
   // included); unset: max_model_len. Bounds window groups' blocks for
   // whole-sequence admission (MaxBlocksPerRequest).
@@ -146,12 +155,28 @@ enum class MissCause {
   kSpeculativeRewind,  // a draft model recomputes the last unit or block
   kNoCheckpoint,       // a recurrent group kept no state at a usable boundary
   kWindowNotCovered,   // a sliding-window or chunked group lacks window blocks
-  kEvicted,            // the limiting group had the data there once; evicted
+  // The limiting group had the data there once, and it was evicted by reuse.
+  // Approximate: a bounded record forgets evictions older than about
+  // num_blocks evictions (99 % of those num_blocks ago are remembered, half
+  // of those 2 num_blocks ago), and takes a key for an evicted one with
+  // probability at most 4e-9 (docs/design.md, BlockPool).
+  kEvicted,
+};
+
+// What a lookup result was computed for: the cache (an id unique in the
+// process; 0 for a hit no lookup made), the request, and the request's key
+// of the prefix the lookup found (its first num_tokens tokens).
+struct HitOrigin {
+  std::uint64_t cache = 0;
+  RequestId request{0};
+  std::uint32_t num_tokens = 0;
+  BlockHash key = {};  // zero when num_tokens is 0
 };
 
 // A lookup result: the hit in tokens and, per group, the cached blocks that
 // cover it (index-aligned with the block table; the null block marks
 // positions the group does not need). Valid until the next mutating call.
+// Only the cache that made it adopts or truncates it, for its request.
 struct CacheHit {
   std::uint32_t num_tokens = 0;
   std::vector<std::vector<BlockId>> blocks = {};  // [group][block index]
@@ -167,6 +192,8 @@ struct CacheHit {
   // group that keeps few states limited it): a chunk stopping there lets
   // the shorter group cache its state for the next request. 0 otherwise.
   std::uint32_t shared_prefix_boundary = 0;
+  // Set by Lookup, kept by TruncateHit; checked by Allocate.
+  HitOrigin origin = {};
 };
 
 // What an allocation must find room for before it takes anything.
@@ -188,7 +215,7 @@ struct AllocationRequest {
   // back yet (async scheduling): blocks they read are not released.
   std::uint32_t num_in_flight_tokens = 0;
   // The request's lookup result to adopt; only on its first allocation.
-  // Nullable.
+  // Nullable. One of no tokens adopts nothing (its miss cause is counted).
   const CacheHit* hit = nullptr;
   // kWholeSequence: refuse unless the request's whole current sequence fits
   // now, window groups counted at MaxBlocksPerRequest (an admission that
@@ -264,13 +291,20 @@ class CacheManager {
   CacheHit Lookup(const Request& request) const;
 
   // Adopts `args.hit` (first allocation only) and takes blocks so the
-  // request's tables cover num_computed + hit + new + lookahead tokens, all
-  // groups or none. Returns std::nullopt when free blocks are short.
-  // REQUIRES: request keyed with key_scheme(); new tokens, external tokens
-  // or a hit; a hit only for a request holding no blocks, with
-  // num_computed_tokens 0, one block list per group covering it, and still
-  // cached: a hit whose blocks lost keys since the lookup must equal a fresh
-  // lookup; external tokens only after a hit ending on a scheduler block
+  // request's tables cover num_computed + hit + new + lookahead tokens
+  // (capped at max_model_len), all groups or none. Returns std::nullopt when
+  // free blocks are short.
+  // REQUIRES (else UsageError, nothing changed): request keyed with
+  // key_scheme(); new tokens, external tokens or a hit; num_computed +
+  // hit + external + new tokens at most max_model_len, lookahead tokens at
+  // most max_model_len; num_computed_tokens at most what the request's
+  // blocks cover (0 for a request holding none); in-flight tokens at most
+  // the computed ones; a hit only for a request holding no blocks, with
+  // num_computed_tokens 0, made by this cache's Lookup (or TruncateHit) for
+  // this request (same id, and the tokens it was looked up for still its
+  // prefix), one block list per group covering it, and still cached: a hit
+  // whose blocks lost keys since the lookup must equal a fresh lookup;
+  // external tokens only after a hit ending on a scheduler block
   // (TruncateHit: a copied sub-block tail and a connector's load must not
   // both write one block, spec §9 item 20). O(new blocks + hit blocks).
   std::optional<NewBlocks> Allocate(const Request& request,
@@ -279,13 +313,16 @@ class CacheManager {
   // `hit` cut to its first `num_tokens` tokens, for a connector that loads
   // the rest: each group keeps the blocks covering them (a recurrent group
   // then has no state at num_tokens: the connector supplies it). REQUIRES:
-  // num_tokens <= hit.num_tokens, a multiple of the scheduler block. Pure.
+  // a hit this cache's Lookup made, num_tokens <= hit.num_tokens, a
+  // multiple of the scheduler block. Pure.
   CacheHit TruncateHit(const CacheHit& hit, std::uint32_t num_tokens) const;
 
   // How many of chunk.num_new_tokens to schedule so that aligned recurrent
   // groups keep usable states: chunks end on block boundaries, at the
   // prompt's checkpoint and at a shared-prefix junction (spec §7.3). Models
-  // without such groups get chunk.num_new_tokens back. Pure.
+  // without such groups get chunk.num_new_tokens back. REQUIRES:
+  // chunk.num_computed_tokens at most the request's tokens, and with
+  // chunk.num_new_tokens below 2^32. Pure.
   std::uint32_t SplitPrefill(const Request& request,
                              const PrefillChunk& chunk) const;
 
@@ -294,7 +331,11 @@ class CacheManager {
   // and states as the retention keeps them), the prompt's partial tail when
   // hash units are finer than blocks, and recurrent checkpoints. Call it at
   // the end of each computed chunk: a recurrent group's state exists only
-  // there. REQUIRES: the request holds blocks covering them.
+  // there. Committing the count committed last again registers nothing.
+  // REQUIRES: request keyed with key_scheme(), holding blocks covering the
+  // tokens; the (capped) count not below the request's last commit, nor
+  // below the hit it adopted: a state or tail written past it is not the
+  // one there.
   void Commit(const Request& request, std::uint32_t num_computed_tokens);
 
   // Releases the request's blocks, last first; cached ones stay findable

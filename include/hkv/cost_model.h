@@ -56,7 +56,8 @@ struct CostModel {
   double draft_token_s = 0.0;        // per draft token proposed
   double copy_byte_s = 0.0;          // per copy-on-write byte copied
 
-  // kInvalidArgument naming a coefficient that is negative or not finite.
+  // kInvalidArgument naming a coefficient that is negative, NaN or above
+  // kMaxInputSeconds.
   [[nodiscard]] Result<void> Validate() const;
 };
 
@@ -111,7 +112,8 @@ double StepSeconds(const CostModel& model, const StepShape& shape);
 std::vector<std::string> CostModelPresetNames();
 
 // Sets the coefficient called `key` (a name of kCostCoefficients).
-// kInvalidArgument for an unknown key or a negative or non-finite value.
+// kInvalidArgument for an unknown key or a value that is negative, NaN or
+// above kMaxInputSeconds (so modelled times stay finite).
 [[nodiscard]] Result<void> SetCostCoefficient(CostModel& model,
                                               std::string_view key,
                                               double value);

@@ -125,7 +125,8 @@ void DefaultToMeasured(ExperimentOptions& options, bool uses_groups);
 [[nodiscard]] Result<void> ApplyPreset(ExperimentOptions& options);
 
 // The deployment of the options (preset, model, tp, dcp, budget_gib,
-// spec_drafts) at `geometry`, through the planner.
+// spec_drafts) at `geometry`, through the planner; errors name the flag.
+// REQUIRES: CheckSimOptions(options) succeeds (budget in range).
 [[nodiscard]] Result<SimConfig> DeploymentConfig(
     const std::string& geometry, const ExperimentOptions& options);
 
@@ -145,10 +146,25 @@ void DefaultToMeasured(ExperimentOptions& options, bool uses_groups);
 // `hkv compare --vary`: concurrency, max-batched-tokens, max-num-seqs,
 // long-prefill-threshold, spec-drafts, spec-acceptance, spec-lookahead,
 // retention-interval, num-blocks, hash-unit, dcp, tp, budget-gib, geometry.
-// kInvalidArgument for another name or a value that is not a number >= 0.
+// kInvalidArgument for another name or a value the flag would refuse.
 [[nodiscard]] Result<void> SetSimOption(ExperimentOptions& options,
                                         std::string_view name,
                                         const std::string& value);
+
+// How CheckSimOptions names an option: as the flag (--num-blocks) or as the
+// Python keyword (num_blocks).
+enum class OptionNames { kFlag, kPython };
+
+// kInvalidArgument naming the first numeric option out of its range (the
+// ranges of the CLI's flags), or json with csv. RunSimulation and
+// RunComparison check their options with it (naming flags) first.
+[[nodiscard]] Result<void> CheckSimOptions(const ExperimentOptions& options,
+                                           OptionNames names);
+
+// kInvalidArgument naming --dcp when a group's block of block x dcp tokens
+// (sharded groups) does not fit 32 bits.
+[[nodiscard]] Result<void> CheckDcp(const std::vector<GroupSpec>& groups,
+                                    std::uint32_t dcp);
 
 // Everything but the cache, from the options.
 [[nodiscard]] Result<SimulationOptions> EngineFromFlags(

@@ -21,11 +21,13 @@
 
 namespace hkv {
 
-// x rounded up to a multiple of `multiple` (0: x itself).
+// x rounded up to a multiple of `multiple` (0: x itself); 2^64 - 1 when
+// that does not fit.
 std::uint64_t RoundUp(std::uint64_t x, std::uint64_t multiple);
 
 // Bytes per token of a full/sliding/chunked attention layer on one rank:
-// heads x (head_size + head_size_v) x dtype_bytes.
+// heads x (head_size + head_size_v) x dtype_bytes, 2^64 - 1 when that does
+// not fit.
 std::uint64_t AttentionBytesPerToken(std::uint32_t heads,
                                      std::uint32_t head_size,
                                      std::uint32_t head_size_v,
@@ -45,13 +47,14 @@ struct MlaPage {
 };
 
 // Spec §5.1: round_up(block x record, alignment) + block x tail. Only the
-// record is padded; the tail is added on top.
+// record is padded; the tail is added on top. 2^64 - 1 when it does not fit.
 std::uint64_t MlaPageBytes(const MlaPage& page);
 
 // Bytes of one recurrent state on one of `tp` ranks with `speculative_tokens`
 // extra convolution rows: sum over tensors of prod(shape) x dtype_bytes, each
 // tensor's `tp_dim` divided by `tp`. Returns kInvalidArgument when `tp` does
-// not divide a split dimension or a tensor has no dimensions.
+// not divide a split dimension, a tensor has no dimensions, or the bytes
+// exceed 2^64 - 1.
 [[nodiscard]] Result<std::uint64_t> StateBytes(
     const std::vector<StateTensor>& tensors, std::uint32_t tp,
     std::uint32_t speculative_tokens);
@@ -65,8 +68,10 @@ struct CoupledBlockInput {
 
 // Spec §5.6 coupled hybrid alignment: align x ceil(state / (align x bytes per
 // token)) with align = max(kernel_block, block), and at least `align`: the
-// smallest multiple of `align` whose attention bytes cover the state.
-std::uint32_t CoupledAttentionBlock(const CoupledBlockInput& input);
+// smallest multiple of `align` whose attention bytes cover the state
+// (`align` when there are no attention bytes). 2^64 - 1 when it does not
+// fit; the planner refuses blocks beyond 2^32 - 1 tokens.
+std::uint64_t CoupledAttentionBlock(const CoupledBlockInput& input);
 
 struct AutoBlockInput {
   std::uint32_t dcp = 1;
@@ -97,6 +102,7 @@ struct RequestBlocksInput {
 //   sliding    ceil(min(W - 1 + spec + batched, context) / block) + 1
 //   chunked    ceil(min(C + batched, context) / block)
 //   recurrent  2 + spec + checkpoint_blocks (align mode)
+// REQUIRES: block > 0 (else UsageError).
 std::uint64_t BlocksPerRequest(const RequestBlocksInput& input);
 
 // Spec §5.3 step 9: splitting a bucket of `layers` layers round robin into

@@ -24,9 +24,24 @@ inline constexpr std::uint32_t kMaxPoolBlocks = std::uint32_t{1} << 24;
 // Requests in one workload (a trace or a generated one): 1 Mi.
 inline constexpr std::uint64_t kMaxRequestsPerWorkload = std::uint64_t{1} << 20;
 
+// Layers in one model description, its draft's included: 64 Ki, some
+// 500 times the deepest models served today. It keeps layer counts, their
+// sums and the planner's products of them far from wrapping.
+inline constexpr std::uint32_t kMaxModelLayers = std::uint32_t{1} << 16;
+
 // Bytes in one line of a trace file: 1 MiB (a Mooncake line for a
 // 10 M-token request holds about 20,000 hash ids, under 200 kB).
 inline constexpr std::uint64_t kMaxTraceLineBytes = std::uint64_t{1} << 20;
+
+// Bytes in one configuration file (a model or cost-model JSON file): 1 MiB,
+// far above the few kB they hold.
+inline constexpr std::uint64_t kMaxConfigFileBytes = std::uint64_t{1} << 20;
+
+// Seconds in one time the simulator takes (a request's arrival or delay, a
+// generator's interval or think time, a cost coefficient): 1e12 s, some
+// 30,000 years. Modelled times add up at most kMaxRequestsPerWorkload x
+// kMaxTokensPerRequest such terms, so they stay finite.
+inline constexpr double kMaxInputSeconds = 1e12;
 
 // Bytes of one token list read by `hkv keys` (a JSON array): 16 per token of
 // kMaxTokensPerRequest (256 MiB); the longest id with its comma takes 11.

@@ -97,15 +97,19 @@ struct ModelSpec {
   std::uint32_t kernel_block = 16;
 
   // Checks that every layer has the facts its kind needs (non-zero counts,
-  // heads, sizes, a state), that window/chunk appear only on their kinds,
-  // and that there is at least one layer. Returns kInvalidArgument naming
-  // the layer (its index from 0) otherwise.
+  // heads, sizes, a state whose tensors' dimensions are positive), that
+  // window/chunk appear only on their kinds, that there is at least one
+  // layer and at most kMaxModelLayers (hkv/limits.h) counting the draft's.
+  // Returns kInvalidArgument naming the layer (its index from 0) otherwise.
   [[nodiscard]] Result<void> Validate() const;
 };
 
 // Parses a model description (the JSON format of data/models/, described in
 // docs/planner.md). Returns kInvalidArgument naming the field on malformed
-// input, or what Validate() returns. O(text length).
+// input: unknown fields, values of the wrong JSON type, numbers that are
+// negative, fractional, infinite or beyond the field's type (e.g.
+// `layers[0].count: must be an integer from 0 to 4294967295, got -1`); or
+// what Validate() returns. O(text length).
 [[nodiscard]] Result<ModelSpec> ParseModelJson(std::string_view text);
 
 // The names of the compiled-in presets, sorted.

@@ -18,10 +18,13 @@
 //   std::vector<TokenId> prompt = MooncakeTokens((*trace)[0]);
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
+#include "hkv/limits.h"
 #include "hkv/result.h"
 #include "hkv/types.h"
 
@@ -43,20 +46,30 @@ struct TraceRequest {
 };
 
 // Returns kInvalidArgument naming the problem when `request` breaks the
-// constraints above (input_length 0, hash_ids of the wrong length).
+// constraints above (input_length 0, hash_ids of the wrong length) or has
+// more than kMaxTokensPerRequest tokens, input and output together.
 [[nodiscard]] Result<void> ValidateTraceRequest(const TraceRequest& request);
 
-// Reads a Mooncake trace: one TraceRequest per line, in file order. Trailing
-// blank lines are allowed; unknown keys are ignored.
-// Returns kIoError when the file cannot be opened or read, and kCorruption
-// for the first malformed line, the message naming "file:line: problem"
-// (line numbers 1-based): not JSON, not an object, a missing or ill-typed
-// field, a negative or out-of-range number, input_length 0, a hash_ids length
-// other than ceil(input_length / 512), or a blank line before the last
-// request.
-// O(file size).
+// Reads a Mooncake trace: one TraceRequest per line, in file order, at most
+// `limit` of them (the reading stops there). Trailing blank lines, CRLF line
+// ends, a UTF-8 byte order mark and a last line without '\n' are allowed;
+// unknown keys are ignored.
+// Returns kIoError naming the path and the reason when the file cannot be
+// opened (missing, a directory, no permission) or read, and kCorruption for
+// the first malformed line, the message naming "file:line: problem" (line
+// numbers 1-based): a line longer than kMaxTraceLineBytes, not JSON, not an
+// object, a number beyond a double (naming its field), a missing or
+// ill-typed field, a negative or out-of-range number (a timestamp above
+// kMaxInputSeconds in milliseconds), a timestamp before the previous
+// line's (a trace is in time order), input_length 0, more than
+// kMaxTokensPerRequest tokens (input and output), a hash_ids length other
+// than ceil(input_length / 512), a blank line before the last request, or,
+// without a `limit` within it, more than kMaxRequestsPerWorkload requests.
+// Nothing is allocated beyond those limits.
+// O(file size up to the limit).
 [[nodiscard]] Result<std::vector<TraceRequest>> ReadMooncakeTrace(
-    const std::filesystem::path& path);
+    const std::filesystem::path& path,
+    std::optional<std::size_t> limit = std::nullopt);
 
 // The synthetic prompt of `request`: input_length tokens, 512 per hash id,
 // the last block cut short. Token p (0-based) of the block with id h is

@@ -60,8 +60,9 @@ struct PlanOptions {
   std::optional<std::uint32_t> retention_interval = std::nullopt;
   std::optional<std::uint32_t> max_scheduled_tokens = std::nullopt;
 
-  // Checks non-zero tp, dcp, budget, context, batched tokens and that the
-  // context is below 2^32 and the budget below 2^52. kInvalidArgument.
+  // Checks non-zero tp, dcp, budget, context and batched tokens, the
+  // context at most kMaxTokensPerRequest (hkv/limits.h) and the budget below
+  // 2^52. kInvalidArgument.
   [[nodiscard]] Result<void> Validate() const;
 };
 
@@ -111,9 +112,13 @@ struct Plan {
 // Plans `geometry` for `model`. Returns kInvalidArgument for a geometry the
 // reference rejects (a hash unit not dividing a group's block, a coupled
 // geometry whose recurrent block differs from its target block, more than 8
-// layer buckets in the split layout, TP not dividing heads) and kInfeasible
+// layer buckets in the split layout, TP not dividing heads) or whose blocks
+// (target block x dcp, their lcm) exceed 2^32 - 1 tokens, and kInfeasible
 // when the budget holds no block besides the null block or one request at the
-// context length does not fit (spec §5.7); messages carry the numbers.
+// context length does not fit (spec §5.7), figures too large for 64 bits
+// included, or the coupled rule needs a block beyond 2^32 - 1 tokens;
+// messages carry the numbers. Never wraps: figures that do not fit 64 bits
+// saturate (Plan's token counts among them).
 // O(8^buckets) for the split layout's optimiser, else O(layers).
 [[nodiscard]] Result<Plan> PlanCapacity(const ModelSpec& model,
                                         const Geometry& geometry,

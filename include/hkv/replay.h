@@ -102,7 +102,8 @@ struct ReplayResult {
 // unit that does not divide the block size, a capacity below the largest
 // block, a max_num_batched_tokens of 0, groups that make an invalid
 // CacheConfig, or a request failing ValidateTraceRequest; kInfeasible when
-// the pool would need 2^32 blocks or more.
+// the pool (capacity_tokens per block, or without it every block of the
+// trace) would exceed kMaxPoolBlocks, before anything is allocated for it.
 // O(total prompt tokens) time (keying dominates) and O(pool blocks) memory.
 [[nodiscard]] Result<ReplayResult> Replay(std::span<const TraceRequest> trace,
                                           const ReplayOptions& options);

@@ -41,14 +41,16 @@ struct RequestOptions {
 
 class Request {
  public:
-  // O(prompt length): keys every complete unit of the prompt.
-  // REQUIRES: options.extras.Validate() succeeds; hash_unit >= 1.
-  // Violations throw UsageError.
+  // O(prompt length): keys every complete unit of the prompt. REQUIRES
+  // (else UsageError, checked before anything is copied): at most
+  // kMaxTokensPerRequest (hkv/limits.h) tokens; options.extras.Validate()
+  // succeeds (multimodal items sorted by offset, ...); hash_unit >= 1.
   Request(RequestOptions options, std::span<const TokenId> prompt,
           const KeyScheme& scheme);
 
   // Appends accepted output tokens and keys the units they complete.
-  // O(tokens appended).
+  // REQUIRES: the request stays within kMaxTokensPerRequest tokens (else
+  // UsageError, nothing appended). O(tokens appended).
   void AppendTokens(std::span<const TokenId> tokens);
 
   RequestId id() const { return options_.id; }

@@ -23,6 +23,7 @@
 #include <span>
 #include <vector>
 
+#include "hkv/limits.h"
 #include "hkv/mooncake_trace.h"
 #include "hkv/result.h"
 #include "hkv/types.h"
@@ -56,8 +57,10 @@ std::vector<TokenId> OutputTokens(const SimRequest& request,
                                   std::uint32_t first, std::uint32_t count);
 
 // kInvalidArgument naming the first bad request: an empty prompt, an output
-// length of 0, a negative or non-finite time, arrival times that decrease,
-// or `after` not naming an earlier request.
+// length of 0, more than kMaxTokensPerRequest tokens (prompt and output), a
+// negative time or one above kMaxInputSeconds (NaN and infinity included),
+// arrival times that decrease, or `after` not naming an earlier request; or
+// more than kMaxRequestsPerWorkload requests.
 [[nodiscard]] Result<void> ValidateWorkload(std::span<const SimRequest> w);
 
 // One request per trace line: arrival = timestamp, hash ids as 512-token
@@ -79,6 +82,16 @@ struct WorkloadCut {
 std::vector<SimRequest> CutWorkload(std::vector<SimRequest> workload,
                                     const WorkloadCut& cut);
 
+// The generators below are pure functions of their options; the seed picks
+// the content. Each makes the first `limit` requests of its workload (all of
+// them without a limit) and allocates nothing for the others. Each options
+// struct's Validate(limit) returns kInvalidArgument naming the argument (by
+// the names `hkv simulate --workload` uses: requests, prefix, output, ...)
+// when the requests to make would exceed kMaxRequestsPerWorkload, one would
+// exceed kMaxTokensPerRequest or have an empty prompt or no output, or a
+// time would be negative, not finite or above kMaxInputSeconds.
+// REQUIRES (each Generate*): Validate(limit) succeeds (else UsageError).
+
 // N requests: one P-token prefix, then each a unique suffix. With
 // kPrefixFirst the prefix is first sent alone (a warm-up, one output
 // token) and the N requests arrive after it finished: its prompt's tail
@@ -92,12 +105,18 @@ struct FanOutOptions {
   double interval_s = 0.0;  // between arrivals
   FanOutWarmup warmup = FanOutWarmup::kNone;
   std::uint64_t seed = 1;
+
+  [[nodiscard]] Result<void> Validate(
+      std::optional<std::size_t> limit = std::nullopt) const;
 };
-std::vector<SimRequest> GenerateFanOut(const FanOutOptions& options);
+std::vector<SimRequest> GenerateFanOut(
+    const FanOutOptions& options,
+    std::optional<std::size_t> limit = std::nullopt);
 
 // Agent sessions: turn 1 is a system prompt and a message; turn t + 1 is
 // turn t's prompt, its output and a new message, arriving think_s after
-// turn t finished. Sessions start interval_s apart.
+// turn t finished. Sessions start interval_s apart. Requests go turn by
+// turn: turn 1 of every session, then turn 2, ...
 struct AgentSessionOptions {
   std::uint32_t num_sessions = 16;
   std::uint32_t turns = 8;
@@ -107,9 +126,13 @@ struct AgentSessionOptions {
   double interval_s = 1.0;
   double think_s = 2.0;
   std::uint64_t seed = 1;
+
+  [[nodiscard]] Result<void> Validate(
+      std::optional<std::size_t> limit = std::nullopt) const;
 };
 std::vector<SimRequest> GenerateAgentSessions(
-    const AgentSessionOptions& options);
+    const AgentSessionOptions& options,
+    std::optional<std::size_t> limit = std::nullopt);
 
 // Long documents, each asked several short questions: question q of
 // document d is the document followed by a unique question. Questions of
@@ -122,8 +145,13 @@ struct NeedleOptions {
   std::uint32_t output_tokens = 64;
   double interval_s = 1.0;
   std::uint64_t seed = 1;
+
+  [[nodiscard]] Result<void> Validate(
+      std::optional<std::size_t> limit = std::nullopt) const;
 };
-std::vector<SimRequest> GenerateNeedle(const NeedleOptions& options);
+std::vector<SimRequest> GenerateNeedle(
+    const NeedleOptions& options,
+    std::optional<std::size_t> limit = std::nullopt);
 
 // The same prompt N times, each arriving after the previous one finished.
 struct RepeatOptions {
@@ -131,7 +159,12 @@ struct RepeatOptions {
   std::uint32_t prompt_tokens = 32768;
   std::uint32_t output_tokens = 16;
   std::uint64_t seed = 1;
+
+  [[nodiscard]] Result<void> Validate(
+      std::optional<std::size_t> limit = std::nullopt) const;
 };
-std::vector<SimRequest> GenerateRepeats(const RepeatOptions& options);
+std::vector<SimRequest> GenerateRepeats(
+    const RepeatOptions& options,
+    std::optional<std::size_t> limit = std::nullopt);
 
 }  // namespace hkv

@@ -18,51 +18,71 @@ import pkgutil
 # The compiled module sits in a second hkv/ directory (the build tree).
 __path__ = pkgutil.extend_path(__path__, __name__)
 
-from hkv import _hkv  # noqa: E402
-from hkv._hkv import (  # noqa: E402,F401
-    BlockCopy,
-    BlockRemoved,
-    BlockStored,
-    AllBlocksCleared,
-    CacheHit,
-    Error,
-    ExtraKey,
-    ExtraKeyKind,
-    FreeOrder,
-    GroupKind,
-    GroupSpec,
-    KeyFunction,
-    MissCause,
-    MultimodalItem,
-    NewBlocks,
-    PrefixCacheStats,
-    PromptEmbeds,
-    StateExport,
-    TraceRequest,
-    UsageError,
-    mooncake_tokens,
-    parse_group_list,
-    preset_names,
-    read_mooncake_trace,
-    replay,
-)
-from hkv.kv_cache_manager import KVCacheManager  # noqa: E402,F401
-from hkv.manager import (  # noqa: E402,F401
-    KVCacheBlocks,
-    Request,
-    make_group,
-    make_groups,
-)
-from hkv.planner import plan, plan_report  # noqa: E402,F401
-
-if hasattr(_hkv, "simulate_json"):  # built with the CLI's simulator
-    from hkv.simulator import (  # noqa: E402,F401
-        compare,
-        compare_geometries,
-        plot_run,
-        plot_runs,
-        simulate,
+try:
+    from hkv import _hkv  # noqa: E402
+except ImportError as e:  # pure-Python parts (hkv.plot, hkv.reports) work
+    # Absent, the error reads as a circular import; a broken build says why.
+    _MISSING = e
+    _WHY = ("was not found" if "cannot import name '_hkv'" in str(e)
+            else f"failed to load ({e})")
+else:
+    _MISSING = None
+    from hkv._hkv import (  # noqa: E402,F401
+        BlockCopy,
+        BlockRemoved,
+        BlockStored,
+        AllBlocksCleared,
+        CacheHit,
+        Error,
+        ExtraKey,
+        ExtraKeyKind,
+        FreeOrder,
+        GroupKind,
+        GroupSpec,
+        KeyFunction,
+        MissCause,
+        MultimodalItem,
+        NewBlocks,
+        PrefixCacheStats,
+        PromptEmbeds,
+        StateExport,
+        TraceRequest,
+        UsageError,
+        mooncake_tokens,
+        parse_group_list,
+        preset_names,
+        read_mooncake_trace,
+        replay,
     )
+    from hkv.kv_cache_manager import KVCacheManager  # noqa: E402,F401
+    from hkv.manager import (  # noqa: E402,F401
+        KVCacheBlocks,
+        Request,
+        make_group,
+        make_groups,
+    )
+    from hkv.planner import plan, plan_report  # noqa: E402,F401
+
+    if hasattr(_hkv, "simulate_json"):  # built with the CLI's simulator
+        from hkv.simulator import (  # noqa: E402,F401
+            compare,
+            compare_geometries,
+            simulate,
+        )
+
+from hkv.reports import plot_run, plot_runs  # noqa: E402,F401
+
+
+def __getattr__(name):
+    """A compiled name asked for without the compiled module: say so."""
+    if _MISSING is not None and name in __all__:
+        raise ImportError(
+            f"hkv.{name} needs the compiled extension hkv._hkv, which "
+            f"{_WHY}; build it with `cmake --build --preset "
+            "release --target hkv_py` and put build/release/python before "
+            "python/ on PYTHONPATH") from _MISSING
+    raise AttributeError(f"module 'hkv' has no attribute {name!r}")
+
 
 __all__ = [
     "AllBlocksCleared",

@@ -14,12 +14,17 @@ See include/hkv/cache_manager.h for the contract of each C++ call.
 """
 
 from hkv import _hkv
-from hkv.manager import KVCacheBlocks, Request, make_groups
+from hkv.manager import (KVCacheBlocks, Request, make_groups, optional_whole,
+                         whole)
 
 
 def _key_function(value):
     if isinstance(value, str):
         return _hkv.parse_key_function(value)
+    if not isinstance(value, _hkv.KeyFunction):
+        raise _hkv.UsageError(
+            "key_function must be a str (sha256_cbor, xxh3_128_cbor) or a "
+            f"KeyFunction, got {value!r}")
     return value
 
 
@@ -58,13 +63,16 @@ class KVCacheManager:
                  free_order="prepend_uncached", **limits):
         config = _hkv.CacheConfig()
         config.groups = make_groups(groups)
-        config.num_blocks = num_blocks
-        config.dcp = dcp
+        config.num_blocks = whole("num_blocks", num_blocks)
+        config.dcp = whole("dcp", dcp)
         if hash_unit is None:
             hash_unit = min(_hkv.tokens_per_block(g, dcp)
                             for g in config.groups) if config.groups else 16
+        if seed is not None and not isinstance(seed, str):
+            raise _hkv.UsageError(f"seed must be a str or None, got {seed!r}")
         config.keys = _hkv.KeySchemeOptions(_key_function(key_function),
-                                            hash_unit, seed)
+                                            whole("hash_unit", hash_unit),
+                                            seed)
         config.caching = (_hkv.PrefixCaching.ENABLED if enable_caching
                           else _hkv.PrefixCaching.DISABLED)
         config.events = (_hkv.KvEventMode.ENABLED if enable_kv_cache_events
@@ -73,7 +81,7 @@ class KVCacheManager:
         for key in ("max_model_len", "max_in_flight_tokens",
                     "retention_interval"):
             if limits.get(key) is not None:
-                setattr(config, key, limits[key])
+                setattr(config, key, whole(key, limits[key]))
             limits.pop(key, None)
         if limits:
             raise _hkv.UsageError(f"unknown options {sorted(limits)}")
@@ -81,6 +89,9 @@ class KVCacheManager:
         self._hits = {}  # request_id -> CacheHit awaiting adoption
         self._boundaries = {}  # request_id -> its lookup's shared prefix
         self._held = set()  # request_ids holding blocks
+        # request_id -> the live Request (looked up or holding blocks) that
+        # uses it: one at a time, so a lookup is adopted by its own request.
+        self._owners = {}
 
     # Requests -------------------------------------------------------------
 
@@ -96,13 +107,25 @@ class KVCacheManager:
         """A Request keyed with this manager's scheme (see Request)."""
         return Request(request_id, prompt_token_ids, self, **options)
 
+    def _check_owner(self, request):
+        """Raises UsageError when another live request (looked up or
+        holding blocks, not freed yet) uses ``request.request_id``."""
+        owner = self._owners.get(request.request_id)
+        if owner is not None and owner is not request:
+            raise _hkv.UsageError(
+                f"request id {request.request_id!r} belongs to another live "
+                "request; free that one first")
+
     # A scheduler step ------------------------------------------------------
 
     def get_computed_blocks(self, request):
         """The longest cached prefix of a new (or preempted) request:
         ``(blocks, num_computed_tokens)``. The next allocate_slots for the
-        request adopts it. Runs without the GIL."""
+        request adopts it. Runs without the GIL. Raises UsageError when
+        another live request has the same request_id."""
+        self._check_owner(request)
         hit = self.cache.lookup(request)
+        self._owners[request.request_id] = request
         self._hits[request.request_id] = hit
         self._boundaries[request.request_id] = hit.shared_prefix_boundary
         return KVCacheBlocks(hit), hit.num_tokens
@@ -119,7 +142,19 @@ class KVCacheManager:
         stored one, cut to ``num_new_computed_tokens`` if given).
         ``num_computed_tokens`` defaults to ``request.num_computed_tokens``.
         ``whole_sequence`` refuses unless the whole sequence fits now."""
+        self._check_owner(request)
         rid = request.request_id
+        num_new_tokens = whole("num_new_tokens", num_new_tokens)
+        num_lookahead_tokens = whole("num_lookahead_tokens",
+                                     num_lookahead_tokens)
+        num_computed_tokens = optional_whole("num_computed_tokens",
+                                             num_computed_tokens)
+        num_new_computed_tokens = optional_whole("num_new_computed_tokens",
+                                                 num_new_computed_tokens)
+        num_external_computed_tokens = whole("num_external_computed_tokens",
+                                             num_external_computed_tokens)
+        num_in_flight_tokens = whole("num_in_flight_tokens",
+                                     num_in_flight_tokens)
         hit = None
         if rid not in self._held:
             hit = (new_computed_blocks.raw if new_computed_blocks is not None
@@ -145,6 +180,7 @@ class KVCacheManager:
             request.num_computed_tokens = hit.num_tokens
             self._hits.pop(rid, None)
         self._held.add(rid)
+        self._owners[rid] = request
         return KVCacheBlocks(new)
 
     def split_prefill(self, request, num_new_tokens, num_computed_tokens=None,
@@ -152,7 +188,15 @@ class KVCacheManager:
         """How many of ``num_new_tokens`` to schedule so aligned recurrent
         groups keep usable states (chunks end on block boundaries, at the
         prompt's checkpoint and at the lookup's shared-prefix boundary)."""
+        self._check_owner(request)
         rid = request.request_id
+        num_new_tokens = whole("num_new_tokens", num_new_tokens)
+        num_computed_tokens = optional_whole("num_computed_tokens",
+                                             num_computed_tokens)
+        max_num_scheduled_tokens = whole("max_num_scheduled_tokens",
+                                         max_num_scheduled_tokens)
+        long_prefill_threshold = whole("long_prefill_threshold",
+                                       long_prefill_threshold)
         if num_computed_tokens is None:
             pending = self._hits.get(rid) if rid not in self._held else None
             num_computed_tokens = (pending.num_tokens if pending is not None
@@ -166,6 +210,8 @@ class KVCacheManager:
     def commit(self, request, num_computed_tokens):
         """The first ``num_computed_tokens`` tokens are computed: their full
         blocks (and recurrent states at this boundary) become reusable."""
+        self._check_owner(request)
+        num_computed_tokens = whole("num_computed_tokens", num_computed_tokens)
         self.cache.commit(request, num_computed_tokens)
         request.num_computed_tokens = num_computed_tokens
 
@@ -173,12 +219,15 @@ class KVCacheManager:
         """Releases the request's blocks (cached ones stay findable) and
         forgets a lookup it never adopted. Raises hkv.UsageError for a
         request holding nothing."""
+        self._check_owner(request)
         rid = request.request_id
         if rid not in self._held and rid in self._hits:
             del self._hits[rid]  # looked up, never admitted
             self._boundaries.pop(rid, None)
+            self._owners.pop(rid, None)
             return
         self.cache.free(request.id)  # UsageError when it holds nothing
+        self._owners.pop(rid, None)
         self._held.discard(rid)
         self._hits.pop(rid, None)
         self._boundaries.pop(rid, None)
@@ -219,6 +268,7 @@ class KVCacheManager:
 
     def get_block_ids(self, request):
         """The request's block table, one list per group."""
+        self._check_owner(request)
         return tuple(self.cache.block_table(request.id, g)
                      for g in range(self.num_groups))
 

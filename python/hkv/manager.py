@@ -5,7 +5,8 @@ with the calls a serving engine's scheduler makes: ``get_computed_blocks``
 for new requests, ``allocate_slots`` every step, ``commit`` when a chunk's
 results are back, ``free`` when a request finishes. It keeps only what the
 C++ API leaves to its caller: each request's lookup result until the
-allocation that adopts it, and which requests hold blocks.
+allocation that adopts it, which requests hold blocks, and which Request
+uses each request_id (one live request per id).
 
 Not thread-safe: one scheduler thread drives a manager (the C++ calls
 release the GIL, so other Python threads run meanwhile).
@@ -24,8 +25,32 @@ Example::
 """
 
 import itertools
+import operator
 
 from hkv import _hkv
+
+U32_MAX = 2**32 - 1
+U64_MAX = 2**64 - 1
+
+
+def whole(name, value, maximum=U32_MAX, minimum=0):
+    """``value`` as an int if it is a whole number in [minimum, maximum]
+    (any integer type but bool); otherwise hkv.UsageError naming ``name``."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = operator.index(value)
+    except TypeError:
+        number = None
+    if number is None or not minimum <= number <= maximum:
+        raise _hkv.UsageError(
+            f"{name} must be an int in [{minimum}, {maximum}], got {value!r}")
+    return number
+
+
+def optional_whole(name, value, maximum=U32_MAX, minimum=0):
+    """None, or whole(name, value, ...)."""
+    return None if value is None else whole(name, value, maximum, minimum)
 
 _KINDS = {
     "full": _hkv.GroupKind.FULL_ATTENTION,
@@ -73,7 +98,8 @@ def _enum(table, value, what):
 
 def _set_field(group, key, value):
     if key in _NUMBER_FIELDS:
-        setattr(group, _NUMBER_FIELDS[key], int(value))
+        setattr(group, _NUMBER_FIELDS[key], whole(f"group field {key!r}",
+                                                  value))
     elif key in ("mode", "recurrent_mode"):
         group.recurrent_mode = _enum(_MODES, value, "recurrent mode")
     elif key == "eagle":
@@ -120,7 +146,26 @@ def make_groups(groups):
     takes."""
     if isinstance(groups, str):
         return _hkv.parse_group_list(groups)
+    if not isinstance(groups, (list, tuple)):
+        raise _hkv.UsageError(
+            "groups must be a group-list str or a list of groups, got "
+            f"{groups!r}")
     return [make_group(g) for g in groups]
+
+
+def _multimodal_item(index, item):
+    """A MultimodalItem from one, or from an (identifier, offset, length)
+    triple."""
+    if isinstance(item, _hkv.MultimodalItem):
+        return item
+    name = f"mm_features[{index}]"
+    if (not isinstance(item, (tuple, list)) or len(item) != 3
+            or not isinstance(item[0], str)):
+        raise _hkv.UsageError(
+            f"{name} must be a MultimodalItem or an (identifier: str, "
+            f"offset, length) triple, got {item!r}")
+    return _hkv.MultimodalItem(item[0], whole(f"{name} offset", item[1]),
+                               whole(f"{name} length", item[2]))
 
 
 def _prompt_embeds(embeds):
@@ -168,8 +213,14 @@ class Request(_hkv.Request):
                 raise _hkv.UsageError(
                     "a Request needs its manager (or its key_scheme)")
             key_scheme = manager.key_scheme
-        items = [m if isinstance(m, _hkv.MultimodalItem)
-                 else _hkv.MultimodalItem(*m) for m in mm_features]
+        items = [_multimodal_item(i, m) for i, m in enumerate(mm_features)]
+        for name, text in (("lora_name", lora_name),
+                           ("lora_path", lora_path),
+                           ("cache_salt", cache_salt)):
+            if text is not None and not isinstance(text, str):
+                raise _hkv.UsageError(
+                    f"{name} must be a str or None, got {text!r}")
+        lora_id = optional_whole("lora_id", lora_id)
         extras = _hkv.KeyExtras(
             lora_name=lora_name or "", lora_path=lora_path or "",
             multimodal=items, cache_salt=cache_salt or "",

@@ -11,19 +11,39 @@ Example::
 import os
 
 from hkv import _hkv
+from hkv.manager import U32_MAX, U64_MAX, optional_whole, whole
+
+# PlanOptions fields plan_report takes as keyword options.
+_OPTIONS = ("max_batched_tokens", "checkpoint_blocks", "speculative_tokens",
+            "retention_interval", "max_scheduled_tokens")
 
 
 def _model(model):
     if isinstance(model, _hkv.ModelSpec):
         return model
+    if isinstance(model, os.PathLike):
+        model = os.fspath(model)
+    if not isinstance(model, str):
+        raise _hkv.UsageError(
+            f"model must be a preset name, a file or a ModelSpec, got {model!r}")
     if "/" in model or model.endswith(".json"):
         if not os.path.exists(model):
             raise _hkv.UsageError(f"no such file: {model}")
-        with open(model, encoding="utf-8") as f:
-            try:
-                return _hkv.parse_model_json(f.read())
-            except _hkv.Error as e:
-                raise _hkv.Error(f"{model}: {e}") from None
+        if os.path.isdir(model):
+            raise _hkv.UsageError(f"model {model} is a directory")
+        limit = _hkv.MAX_CONFIG_FILE_BYTES
+        with open(model, "rb") as f:
+            data = f.read(limit + 1)  # bounded: /dev/zero stops here
+        if len(data) > limit:
+            raise _hkv.Error(f"{model} is larger than {limit} bytes (the "
+                             "limit for a configuration file)")
+        try:
+            return _hkv.parse_model_json(data.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise _hkv.Error(f"{model}: not UTF-8 ({e.reason} at byte "
+                             f"{e.start})") from None
+        except _hkv.Error as e:
+            raise _hkv.Error(f"{model}: {e}") from None
     return _hkv.load_preset(model)
 
 
@@ -35,12 +55,13 @@ def _geometry(spec):
     elif isinstance(spec, str) and spec == "auto":
         return spec, None
     else:
-        parts = spec.split("/") if isinstance(spec, str) else list(spec)
         try:
+            parts = spec.split("/") if isinstance(spec, str) else list(spec)
             numbers = [int(p) for p in parts]
         except (TypeError, ValueError):
             numbers = []
-        if len(numbers) != 3 or min(numbers) <= 0:
+        if (len(numbers) != 3 or min(numbers) <= 0
+                or max(numbers) > U32_MAX):
             raise _hkv.UsageError(
                 f"bad geometry {spec!r}: want T/R/U (target block/recurrent "
                 "block/hash unit, positive tokens) or auto")
@@ -48,14 +69,19 @@ def _geometry(spec):
     return f"{g.target_block}/{g.recurrent_block}/{g.hash_unit}", g
 
 
-def _options(budget, context, **kwargs):
+def _options(budget, context, tp, dcp, **kwargs):
     o = _hkv.PlanOptions()
     o.budget_bytes = (_hkv.parse_byte_size(budget) if isinstance(budget, str)
-                      else int(budget))
-    o.context_tokens = int(context)
+                      else whole("budget", budget, U64_MAX, 1))
+    o.context_tokens = whole("context", context, U32_MAX, 1)
+    o.tp = whole("tp", tp, U32_MAX, 1)
+    o.dcp = whole("dcp", dcp, U32_MAX, 1)
     for key, value in kwargs.items():
+        if key not in _OPTIONS:
+            raise _hkv.UsageError(
+                f"unknown plan option {key!r} (one of {', '.join(_OPTIONS)})")
         if value is not None:
-            setattr(o, key, value)
+            setattr(o, key, optional_whole(key, value))
     return o
 
 
@@ -151,7 +177,9 @@ def plan_report(model, *, budget, context, geometries=("auto",), tp=1,
     the GIL.
     """
     spec = _model(model)
-    o = _options(budget, context, tp=tp, dcp=dcp, **options)
+    o = _options(budget, context, tp, dcp, **options)
+    max_unit = whole("max_unit", max_unit, U32_MAX, 1)
+    top = whole("top", top, U32_MAX, 1)
     rows = (_search_rows(spec, o, max_unit, top) if search
             else _plans(spec, o, geometries))
     return {"model": spec.name, "tp": o.tp, "dcp": o.dcp,

@@ -1,16 +1,20 @@
-"""Charts of plans and runs, with matplotlib (Agg): PNG and SVG.
+"""Charts of plans, runs, simulator reports and sweeps, with matplotlib
+(Agg): PNG and SVG. Pure Python: no compiled extension needed.
 
     python3 -m hkv.plot results.json [more.json ...] -o out/
 
-Input: the JSON schema of docs/python.md. ``hkv plan --json`` output (or
-hkv.plan_report) is valid input as it is: its "plans" give the capacity
-chart. "runs" (the simulator's, or python/examples/engine_loop.py --json)
-give hit ratio and KV usage over time, the TTFT distribution and the miss
-causes, one series per geometry. Several files are merged. Charts without
-data are skipped.
+Inputs (docs/python.md, "Charts"): ``hkv plan --json`` output (or
+hkv.plan_report), whose "plans" give the capacity chart; "runs" (the charts'
+schema, e.g. python/examples/engine_loop.py --json); ``hkv simulate`` /
+``hkv compare --json`` reports (a list, or an object listing them under
+"configurations" or "reports"), converted by hkv.reports; and sweep JSON
+({"sweep": {"parameter", "points": [{"value", "reports"}]}}). One series
+per configuration label. Several files are merged; charts without data are
+skipped.
 
-Writes ``capacity``, ``hit_ratio``, ``kv_usage``, ``ttft`` and
-``miss_causes`` as .png and .svg and prints their paths.
+Writes ``capacity``, ``engine_capacity``, ``hit_ratio``, ``kv_usage``,
+``ttft``, ``miss_causes`` and ``hit_ratio_by_budget`` as .png and .svg and
+prints their paths.
 """
 
 import argparse
@@ -20,11 +24,11 @@ import sys
 
 import matplotlib
 
+from hkv import reports
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-MISS_CAUSES = ("speculative_rewind", "no_checkpoint", "window_not_covered",
-               "evicted")
 CAPACITY_PANELS = (  # (key in a pool's figures, axis label, scale)
     ("tokens", "tokens held at the context length", 1),
     ("concurrency", "whole requests at the context length", 1),
@@ -33,27 +37,36 @@ CAPACITY_PANELS = (  # (key in a pool's figures, axis label, scale)
 POOLS = (("shared", "shared pool"), ("per_group", "per-group pools"))
 
 
-def _is_simulator_report(data):
-    reports = data if isinstance(data, list) else [data]
-    return bool(reports) and all(isinstance(r, dict) and "table" in r
-                                 and "label" in r for r in reports)
+def _merge(merged, data):
+    """Adds one file's charts data to `merged`."""
+    sweep = reports.sweep_in(data)
+    if sweep is not None:
+        merged["sweeps"].append(sweep)
+        return
+    found = reports.reports_in(data)
+    if found is not None:  # hkv simulate/compare --json
+        merged["reports"] += found
+        merged["runs"] += [reports.plot_run(r) for r in found]
+        return
+    if not isinstance(data, dict):
+        raise ValueError("want a JSON object, a list of reports or a sweep")
+    merged["plans"] += data.get("plans", [])
+    merged["runs"] += data.get("runs", [])
+    if data.get("model") and not merged["title"]:
+        merged["title"] = _title(data)
 
 
 def load(paths):
-    """Merges the files: {"title", "plans", "runs"}."""
-    merged = {"title": "", "plans": [], "runs": []}
+    """Merges the files: {"title", "plans", "runs", "reports", "sweeps"}."""
+    merged = {"title": "", "plans": [], "runs": [], "reports": [],
+              "sweeps": []}
     for path in paths:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-        if _is_simulator_report(data):  # hkv simulate/compare --json
-            from hkv.simulator import plot_runs
-            data = plot_runs(data)
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: want a JSON object")
-        merged["plans"] += data.get("plans", [])
-        merged["runs"] += data.get("runs", [])
-        if data.get("model") and not merged["title"]:
-            merged["title"] = _title(data)
+        try:
+            _merge(merged, data)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
     return merged
 
 
@@ -120,46 +133,113 @@ def plot_timeline(runs, key, label, out, formats):
     ax.set_xlabel("time (s)")
     ax.set_ylabel(label)
     ax.grid(alpha=0.3)
-    ax.legend(title="geometry", fontsize="small")
+    ax.legend(title="configuration", fontsize="small")
     ax.set_title(f"{label} over time")
     return _save(fig, out, key, formats)
 
 
+def _wide(values):
+    """True when positive `values` span more than two decades."""
+    low = min((v for v in values if v > 0), default=0)
+    return low > 0 and max(values) / low > 100
+
+
 def plot_ttft(runs, out, formats):
-    """Empirical CDF of each geometry's time to first token."""
+    """Empirical CDF of each configuration's time to first token."""
     runs = [r for r in runs if r.get("ttft_ms")]
     if not runs:
         return []
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for r in runs:
-        xs = sorted(r["ttft_ms"])
-        ys = [(i + 1) / len(xs) for i in range(len(xs))]
+    seconds = [[ms / 1000 for ms in r["ttft_ms"]] for r in runs]
+    for r, values in zip(runs, seconds):
+        xs, ys = reports.cdf(values)
         ax.step(xs, ys, where="post", label=r["geometry"])
-    ax.set_xscale("log")
-    ax.set_xlabel("time to first token (ms, log scale)")
-    ax.set_ylabel("fraction of requests")
+    unit = "s"
+    if _wide([v for values in seconds for v in values]):
+        ax.set_xscale("log")
+        unit = "s, log scale"
+    ax.set_xlabel(f"time to first token ({unit})")
+    ax.set_ylabel("fraction of requests served by then")
     ax.grid(alpha=0.3)
-    ax.legend(title="geometry", fontsize="small")
-    ax.set_title("TTFT distribution")
+    ax.legend(title="configuration", fontsize="small")
+    ax.set_title("Time to first token, per request")
     return _save(fig, out, "ttft", formats)
 
 
 def plot_miss_causes(runs, out, formats):
-    """Tokens each cause kept hits below the full-attention chain."""
+    """Tokens each cause kept hits below the full-attention chain, stacked
+    per configuration."""
     runs = [r for r in runs if r.get("miss_causes")]
     if not runs:
         return []
     fig, ax = plt.subplots(figsize=(8, 4.2))
-    series = [(r["geometry"],
-               [r["miss_causes"].get(c, {}).get("tokens", 0)
-                for c in MISS_CAUSES]) for r in runs]
-    _bars(ax, [c.replace("_", " ") for c in MISS_CAUSES], series)
-    ax.set_xlabel("miss cause")
-    ax.set_ylabel("tokens short of the full-attention chain")
+    labels = [r["geometry"] for r in runs]
+    bottoms = [0] * len(runs)
+    for words in reports.MISS_CAUSE_WORDS.values():
+        tokens = [reports.miss_cause_tokens(r["miss_causes"])[words]
+                  for r in runs]
+        ax.bar(range(len(runs)), tokens, 0.6, bottom=bottoms, label=words)
+        bottoms = [b + t for b, t in zip(bottoms, tokens)]
+    ax.set_xticks(range(len(runs)))
+    ax.set_xticklabels(labels)
+    ax.set_xlabel("configuration")
+    ax.set_ylabel("prompt tokens recomputed")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(title="geometry", fontsize="small")
-    ax.set_title("Miss causes")
+    ax.legend(title="why the cached prefix was not used", fontsize="small")
+    ax.set_title("Cache misses by cause")
     return _save(fig, out, "miss_causes", formats)
+
+
+def plot_engine_capacity(found, out, formats):
+    """Per configuration: the engine's logged pool tokens, and its maximum
+    concurrency beside hkv's whole requests at the model length."""
+    rows = reports.capacity_bars(found)
+    if not rows:
+        return []
+    labels = [label for label, _ in rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    _bars(left, labels, [("engine: GPU KV cache size (logged)",
+                          [c["engine_pool_tokens"] for _, c in rows])])
+    left.set_ylabel("tokens")
+    left.set_title("KV pool size the engine logs")
+    _bars(right, labels, [
+        ("engine: maximum concurrency (logged)",
+         [c["engine_max_concurrency"] for _, c in rows]),
+        ("hkv: whole requests that fit",
+         [c["whole_requests"] for _, c in rows])])
+    right.set_ylabel("requests at the full model length")
+    right.set_title("Requests that fit at once")
+    right.margins(y=0.3)  # room for the legend above the bars
+    right.legend(fontsize="small")
+    for ax in (left, right):
+        ax.set_xlabel("configuration")
+        ax.grid(axis="y", alpha=0.3)
+    return _save(fig, out, "engine_capacity", formats)
+
+
+def plot_hit_ratio_by_budget(sweeps, out, formats):
+    """Hit ratio against the swept parameter, one line per configuration."""
+    if not sweeps:
+        return []
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for sweep in sweeps:
+        for label, pts in reports.hit_ratio_by_budget(sweep).items():
+            ax.plot([v for v, _ in pts], [100 * h for _, h in pts],
+                    marker="o", label=label)
+    values = sorted({p["value"] for sw in sweeps for p in sw["points"]})
+    if values and values[0] > 0 and values[-1] / values[0] >= 4:  # doublings, evenly
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(values, [f"{v:g}" for v in values])
+        ax.minorticks_off()
+    param = sweeps[0].get("parameter", "budget_gib")
+    ax.set_xlabel("KV-cache budget per rank (GiB)" if param == "budget_gib"
+                  else param.replace("_", " "))
+    ax.set_ylabel("prompt tokens served from cache (%)")
+    ax.grid(alpha=0.3)
+    ax.legend(title="configuration", fontsize="small")
+    ax.set_title("Cache hit ratio against KV budget"
+                 if param == "budget_gib" else "Cache hit ratio")
+    return _save(fig, out, "hit_ratio_by_budget", formats)
 
 
 def plot(data, out, formats=("png", "svg")):
@@ -170,6 +250,7 @@ def plot(data, out, formats=("png", "svg")):
     paths = []
     if data["plans"]:
         paths += plot_capacity(data["plans"], data["title"], out, formats)
+    paths += plot_engine_capacity(data.get("reports", []), out, formats)
     runs = data["runs"]
     paths += plot_timeline(runs, "hit_ratio", "token hit ratio (%)", out,
                            formats)
@@ -177,6 +258,7 @@ def plot(data, out, formats=("png", "svg")):
                            formats)
     paths += plot_ttft(runs, out, formats)
     paths += plot_miss_causes(runs, out, formats)
+    paths += plot_hit_ratio_by_budget(data.get("sweeps", []), out, formats)
     return paths
 
 
@@ -195,7 +277,8 @@ def main(argv=None):
         return 1
     paths = plot(data, args.out, args.format)
     if not paths:
-        print("hkv.plot: no plans or runs to draw", file=sys.stderr)
+        print("hkv.plot: no plans, runs, reports or sweeps to draw",
+              file=sys.stderr)
         return 1
     for path in paths:
         print(path)

@@ -1,7 +1,7 @@
 """The engine simulator from Python: ``hkv.simulate(...)`` and
 ``hkv.compare(...)`` run what ``hkv simulate`` and ``hkv compare`` run and
-return their JSON reports as dicts; ``hkv.plot_runs(...)`` turns reports
-into the charts' "runs" (docs/python.md).
+return their JSON reports as dicts; ``hkv.plot_runs(...)`` (hkv.reports, pure
+Python) turns reports into the charts' "runs" (docs/python.md).
 
 Options are the commands' flags in snake_case: ``workload``, ``limit``,
 ``groups``, ``num_blocks``, ``hash_unit``, ``model``, ``tp``, ``budget_gib``,
@@ -20,6 +20,7 @@ Example::
 import json
 
 from hkv import _hkv
+from hkv.reports import plot_run, plot_runs  # noqa: F401 (re-exported)
 
 
 def simulate(**options):
@@ -41,43 +42,3 @@ def compare_geometries(geometries=None, objective="ttft-p50", **options):
     (schema "hkv.compare/1", docs/simulator.md)."""
     return json.loads(_hkv.compare_geometries_json(
         options, list(geometries or []), objective))
-
-
-def _hit_ratio_at(requests, times):
-    """Cumulative token hit ratio of the requests whose first token came by
-    each time."""
-    done = sorted((r["first_token_s"], r["reused_tokens"], r["prompt_tokens"])
-                  for r in requests)
-    ratios, reused, prompt, i = [], 0, 0, 0
-    for t in times:
-        while i < len(done) and done[i][0] <= t:
-            reused += done[i][1]
-            prompt += done[i][2]
-            i += 1
-        ratios.append(reused / prompt if prompt else 0.0)
-    return ratios
-
-
-def plot_run(report):
-    """A simulator report as a "runs" entry of the charts' schema."""
-    usage = report.get("kv_usage", [])
-    times = [t for t, _ in usage]
-    requests = report.get("requests", [])
-    return {
-        "geometry": report["label"],
-        "timeline": {
-            "t_s": times,
-            "hit_ratio": _hit_ratio_at(requests, times),
-            "kv_usage": [u for _, u in usage],
-        },
-        "ttft_ms": [1000.0 * (r["first_token_s"] - r["arrival_s"])
-                    for r in requests],
-        "miss_causes": report.get("miss_causes", {}),
-    }
-
-
-def plot_runs(reports):
-    """Reports (one or a list) as the charts' input: {"runs": [...]}."""
-    if isinstance(reports, dict):
-        reports = [reports]
-    return {"runs": [plot_run(r) for r in reports]}

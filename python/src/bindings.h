@@ -11,10 +11,13 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "hkv/result.h"
 #include "hkv/types.h"
@@ -46,7 +49,57 @@ T ValueOrThrow(Result<T> result) {
   if constexpr (!std::is_void_v<T>) return std::move(*result);
 }
 
+// What a conversion to T accepts, for errors: "an int in [0, 4294967295]",
+// "a float", "a str or None", ...
+template <typename T>
+struct Accepts {
+  static std::string Text() {
+    if constexpr (std::is_same_v<T, bool>) {
+      return "a bool";
+    } else if constexpr (std::is_integral_v<T>) {
+      return "an int in [" + std::to_string(std::numeric_limits<T>::min()) +
+             ", " + std::to_string(std::numeric_limits<T>::max()) + "]";
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return "a float";
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      return "a str";
+    } else {
+      const std::string name = py::type_id<T>();  // "hkv::KeyFunction"
+      return "a " + name.substr(name.rfind(':') + 1);
+    }
+  }
+};
+template <typename T>
+struct Accepts<std::optional<T>> {
+  static std::string Text() { return Accepts<T>::Text() + " or None"; }
+};
+template <typename T>
+struct Accepts<std::vector<T>> {
+  static std::string Text() { return "a list of " + Accepts<T>::Text(); }
+};
+
+// The repr of `value`, cut to 80 characters.
+inline std::string ShortRepr(py::handle value) {
+  std::string text = py::repr(value).cast<std::string>();
+  if (text.size() > 80) text = text.substr(0, 77) + "...";
+  return text;
+}
+
+// `value` converted to T, or UsageError naming `what` (the argument, e.g.
+// "allocate(): num_lookahead_tokens"), what it accepts and what it got,
+// instead of pybind11's "Unable to cast Python instance".
+template <typename T>
+T Convert(py::handle value, const std::string& what) {
+  try {
+    return value.cast<T>();
+  } catch (const py::cast_error&) {
+    throw UsageError(what + " must be " + Accepts<T>::Text() + ", got " +
+                     ShortRepr(value));
+  }
+}
+
 void BindErrors(py::module_& m);
+void BindLimits(py::module_& m);
 void BindRequest(py::module_& m);
 void BindCacheManager(py::module_& m);
 void BindEvents(py::module_& m);

@@ -126,14 +126,16 @@ void BindAllocate(py::class_<CacheManager>& c) {
                                .hit = hit};
         for (const auto& [key, value] : more) {
           const std::string name = key.cast<std::string>();
+          const std::string what = "allocate(): " + name;
           if (name == "num_external_computed_tokens") {
-            args.num_external_computed_tokens = value.cast<std::uint32_t>();
+            args.num_external_computed_tokens =
+                Convert<std::uint32_t>(value, what);
           } else if (name == "num_lookahead_tokens") {
-            args.num_lookahead_tokens = value.cast<std::uint32_t>();
+            args.num_lookahead_tokens = Convert<std::uint32_t>(value, what);
           } else if (name == "num_in_flight_tokens") {
-            args.num_in_flight_tokens = value.cast<std::uint32_t>();
+            args.num_in_flight_tokens = Convert<std::uint32_t>(value, what);
           } else if (name == "gate") {
-            args.gate = value.cast<AdmissionGate>();
+            args.gate = Convert<AdmissionGate>(value, what);
           } else {
             throw py::type_error("allocate() got an unexpected keyword " +
                                  name);
@@ -155,7 +157,8 @@ void BindPrefill(py::class_<CacheManager>& c) {
                            .num_new_tokens = num_new_tokens};
         for (const auto& [key, value] : more) {
           const std::string name = key.cast<std::string>();
-          const auto v = value.cast<std::uint32_t>();
+          const auto v =
+              Convert<std::uint32_t>(value, "split_prefill(): " + name);
           if (name == "max_num_scheduled_tokens") {
             chunk.max_num_scheduled_tokens = v;
           } else if (name == "long_prefill_threshold") {

@@ -1,8 +1,10 @@
 // The hkv Python module's entry point and its exceptions: hkv.UsageError
 // for caller bugs (hkv::UsageError, a std::logic_error) and hkv.Error for
 // Result errors (bad input, an infeasible plan); both are ValueErrors, so a
-// misuse never aborts the interpreter.
+// misuse never aborts the interpreter. The documented input limits
+// (hkv/limits.h) are module constants.
 #include "bindings.h"
+#include "hkv/limits.h"
 
 namespace hkv::python {
 
@@ -44,11 +46,21 @@ void BindErrors(py::module_& m) {
   });
 }
 
+void BindLimits(py::module_& m) {
+  m.attr("MAX_TOKENS_PER_REQUEST") = kMaxTokensPerRequest;
+  m.attr("MAX_POOL_BLOCKS") = kMaxPoolBlocks;
+  m.attr("MAX_REQUESTS_PER_WORKLOAD") = kMaxRequestsPerWorkload;
+  m.attr("MAX_TRACE_LINE_BYTES") = kMaxTraceLineBytes;
+  m.attr("MAX_CONFIG_FILE_BYTES") = kMaxConfigFileBytes;
+  m.attr("MAX_INPUT_SECONDS") = kMaxInputSeconds;
+}
+
 }  // namespace hkv::python
 
 PYBIND11_MODULE(_hkv, m) {
   m.doc() = "hkv's C++ API, bound 1:1; use the hkv package on top of it.";
   hkv::python::BindErrors(m);
+  hkv::python::BindLimits(m);
   hkv::python::BindRequest(m);
   hkv::python::BindCacheManager(m);
   hkv::python::BindEvents(m);

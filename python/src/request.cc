@@ -3,6 +3,7 @@
 #include "hkv/request.h"
 
 #include <algorithm>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,7 +16,8 @@ namespace {
 
 // Token ids from a list, or without a copy through Python from a
 // contiguous buffer of uint32 (array('I'), a numpy uint32 array).
-std::vector<TokenId> Tokens(const py::object& tokens) {
+// UsageError naming `what` and the first element that is not a token id.
+std::vector<TokenId> Tokens(const py::object& tokens, const std::string& what) {
   if (py::isinstance<py::buffer>(tokens) && !py::isinstance<py::list>(tokens)) {
     const py::buffer_info info = tokens.cast<py::buffer>().request();
     if (info.ndim == 1 && info.itemsize == sizeof(TokenId) &&
@@ -25,7 +27,21 @@ std::vector<TokenId> Tokens(const py::object& tokens) {
       return {data, data + info.size};
     }
   }
-  return tokens.cast<std::vector<TokenId>>();
+  try {
+    return tokens.cast<std::vector<TokenId>>();
+  } catch (const py::cast_error&) {
+    if (!py::isinstance<py::sequence>(tokens) ||
+        py::isinstance<py::str>(tokens)) {
+      throw UsageError(what + " must be a list of token ids (ints in [0, " +
+                       std::to_string(std::numeric_limits<TokenId>::max()) +
+                       "]), got " + ShortRepr(tokens));
+    }
+    const py::sequence items = tokens.cast<py::sequence>();
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      Convert<TokenId>(items[i], what + "[" + std::to_string(i) + "]");
+    }
+    throw;  // every element converts: not expected
+  }
 }
 
 void BindKeys(py::module_& m) {
@@ -156,7 +172,7 @@ void BindExtras(py::module_& m) {
 std::unique_ptr<Request> MakeRequest(RequestId id, const py::object& tokens,
                                      const KeyScheme& scheme,
                                      const RequestOptions& options) {
-  const std::vector<TokenId> prompt = Tokens(tokens);
+  const std::vector<TokenId> prompt = Tokens(tokens, "Request(): tokens");
   RequestOptions o = options;
   o.id = id;
   py::gil_scoped_release release;  // keying a long prompt takes milliseconds
@@ -188,7 +204,8 @@ void BindRequestClass(py::module_& m) {
            py::arg("event_report") = EventReport::kIncremental)
       .def("append_tokens",
            [](Request& r, const py::object& tokens) {
-             const std::vector<TokenId> t = Tokens(tokens);
+             const std::vector<TokenId> t =
+                 Tokens(tokens, "append_tokens(): tokens");
              py::gil_scoped_release release;
              r.AppendTokens(t);
            })

@@ -18,12 +18,14 @@ namespace {
 using SimCommandOptions = ExperimentOptions;
 
 // A setter of one SimCommandOptions field from a Python value.
-using Setter = std::function<void(SimCommandOptions&, py::handle)>;
+using Setter = std::function<void(SimCommandOptions&, py::handle,
+                                  const std::string& name)>;
 
 template <typename T>
 Setter Field(T SimCommandOptions::*field) {
-  return
-      [field](SimCommandOptions& o, py::handle v) { o.*field = v.cast<T>(); };
+  return [field](SimCommandOptions& o, py::handle v, const std::string& name) {
+    o.*field = Convert<T>(v, name);
+  };
 }
 
 const std::map<std::string, Setter>& Setters() {
@@ -70,14 +72,14 @@ SimCommandOptions OptionsFrom(const py::dict& given) {
     if (it == Setters().end()) {
       throw UsageError("unknown simulator option \"" + name + "\"");
     }
-    try {
-      it->second(options, value);
-    } catch (const py::cast_error&) {
-      throw UsageError("simulator option \"" + name + "\" has the wrong type");
-    }
+    it->second(options, value, "simulator option " + name);
     options.given.insert(name);
   }
   options.data_dir = HKV_DATA_DIR;
+  // The ranges the commands' flags have.
+  if (Result<void> ok = CheckSimOptions(options, OptionNames::kPython); !ok) {
+    throw UsageError("simulator option " + ok.error().message);
+  }
   return options;
 }
 

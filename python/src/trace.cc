@@ -1,10 +1,13 @@
 // Bindings of hkv/mooncake_trace.h and hkv/replay.h: Mooncake traces, their
 // synthetic prompts, and the C++ replay (the reference the Python engine
 // example is checked against). Reading and replaying run without the GIL.
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bindings.h"
+#include "hkv/keys.h"
 #include "hkv/mooncake_trace.h"
 #include "hkv/replay.h"
 
@@ -13,8 +16,19 @@ namespace {
 
 void BindTraceRequest(py::module_& m) {
   py::class_<TraceRequest>(m, "TraceRequest")
-      .def(py::init<std::uint64_t, std::uint32_t, std::uint32_t,
-                    std::vector<std::uint64_t>>(),
+      .def(py::init([](py::handle timestamp, py::handle input,
+                       py::handle output, py::handle ids) {
+             const std::string what = "TraceRequest(): ";
+             return TraceRequest{
+                 .timestamp_ms =
+                     Convert<std::uint64_t>(timestamp, what + "timestamp_ms"),
+                 .input_length =
+                     Convert<std::uint32_t>(input, what + "input_length"),
+                 .output_length =
+                     Convert<std::uint32_t>(output, what + "output_length"),
+                 .hash_ids = Convert<std::vector<std::uint64_t>>(
+                     ids, what + "hash_ids")};
+           }),
            py::arg("timestamp_ms"), py::arg("input_length"),
            py::arg("output_length"), py::arg("hash_ids"))
       .def_readwrite("timestamp_ms", &TraceRequest::timestamp_ms)
@@ -23,11 +37,18 @@ void BindTraceRequest(py::module_& m) {
       .def_readwrite("hash_ids", &TraceRequest::hash_ids);
   m.def(
       "read_mooncake_trace",
-      [](const std::string& path) {
+      [](py::handle path, py::handle limit) {
+        const std::string file =
+            Convert<std::string>(py::module_::import("os").attr("fspath")(path),
+                                 "read_mooncake_trace(): path");
+        const auto most = Convert<std::optional<std::size_t>>(
+            limit, "read_mooncake_trace(): limit");
         py::gil_scoped_release release;
-        return ValueOrThrow(ReadMooncakeTrace(path));
+        return ValueOrThrow(ReadMooncakeTrace(file, most));
       },
-      py::arg("path"));
+      py::arg("path"), py::arg("limit") = py::none(),
+      "The requests of a Mooncake trace file, at most `limit` of them; "
+      "hkv.Error naming file and line for a malformed one");
   m.def("mooncake_tokens", &MooncakeTokens, py::arg("request"));
 }
 
@@ -35,26 +56,30 @@ ReplayOptions ToReplayOptions(const py::kwargs& kwargs) {
   ReplayOptions o;
   for (const auto& [key, value] : kwargs) {
     const std::string name = key.cast<std::string>();
+    const std::string what = "replay(): " + name;
     if (name == "block_size") {
-      o.block_size = value.cast<std::uint32_t>();
+      o.block_size = Convert<std::uint32_t>(value, what);
     } else if (name == "hash_unit") {
-      o.hash_unit = value.cast<std::uint32_t>();
+      o.hash_unit = Convert<std::uint32_t>(value, what);
     } else if (name == "key_function") {
-      o.key_function = value.cast<KeyFunction>();
+      o.key_function = py::isinstance<py::str>(value)
+                           ? ValueOrThrow(ParseKeyFunction(
+                                 Convert<std::string>(value, what)))
+                           : Convert<KeyFunction>(value, what);
     } else if (name == "capacity_tokens") {
-      o.capacity_tokens = value.cast<std::optional<std::uint64_t>>();
+      o.capacity_tokens = Convert<std::optional<std::uint64_t>>(value, what);
     } else if (name == "groups") {
-      o.groups = value.cast<std::vector<GroupSpec>>();
+      o.groups = Convert<std::vector<GroupSpec>>(value, what);
     } else if (name == "dcp") {
-      o.dcp = value.cast<std::uint32_t>();
+      o.dcp = Convert<std::uint32_t>(value, what);
     } else if (name == "max_num_batched_tokens") {
-      o.max_num_batched_tokens = value.cast<std::uint32_t>();
+      o.max_num_batched_tokens = Convert<std::uint32_t>(value, what);
     } else if (name == "retention_interval") {
-      o.retention_interval = value.cast<std::optional<std::uint32_t>>();
+      o.retention_interval = Convert<std::optional<std::uint32_t>>(value, what);
     } else if (name == "free_order") {
-      o.free_order = value.cast<FreeOrder>();
+      o.free_order = Convert<FreeOrder>(value, what);
     } else {
-      throw py::type_error("replay() got an unexpected keyword " + name);
+      throw UsageError("replay() got an unexpected keyword " + name);
     }
   }
   return o;

@@ -145,3 +145,41 @@ def test_unknown_manager_option():
     kv = hkv.KVCacheManager(groups="full:16", num_blocks=11,
                             max_model_len=64, retention_interval=None)
     assert kv.num_free_blocks == 10
+
+
+def test_two_live_requests_cannot_share_an_id(kv):
+    base = kv.make_request("a", list(range(40)))
+    kv.get_computed_blocks(base)
+    kv.allocate_slots(base, 40)
+    kv.commit(base, 40)
+    kv.free(base)
+    first = kv.make_request("x", list(range(40)))
+    twin = kv.make_request("x", list(range(100, 140)))
+    assert kv.get_computed_blocks(first)[1] == 32
+    free_before = kv.num_free_blocks
+    # The twin would adopt (or overwrite) the first one's lookup.
+    for call in (lambda: kv.get_computed_blocks(twin),
+                 lambda: kv.allocate_slots(twin, 40),
+                 lambda: kv.commit(twin, 16),
+                 lambda: kv.free(twin)):
+        with pytest.raises(hkv.UsageError, match="belongs to another live"):
+            call()
+    assert kv.num_free_blocks == free_before
+    assert kv.allocate_slots(first, 8) is not None
+    assert first.num_computed_tokens == 32
+    kv.free(first)
+    # Freed, the id is free for another request.
+    assert kv.get_computed_blocks(twin)[1] == 0
+    assert kv.allocate_slots(twin, 40) is not None
+
+
+def test_a_lookup_of_another_request_is_refused(kv):
+    base = kv.make_request("a", list(range(40)))
+    kv.get_computed_blocks(base)
+    kv.allocate_slots(base, 40)
+    kv.commit(base, 40)
+    r1 = kv.make_request("r1", list(range(40)))
+    r2 = kv.make_request("r2", list(range(40)))
+    blocks, _ = kv.get_computed_blocks(r2)
+    with pytest.raises(hkv.UsageError, match="looked up for request"):
+        kv.allocate_slots(r1, 8, new_computed_blocks=blocks)

@@ -1,12 +1,26 @@
-"""python3 -m hkv.plot draws non-empty PNG and SVG files from plan output
-and from runs in the plot schema (here the engine example's)."""
+"""python3 -m hkv.plot draws non-empty PNG and SVG files from plan output,
+from runs in the plot schema (here the engine example's), from simulator
+reports and from sweeps; the series each chart plots are checked on
+hand-written input (data/sweep_budget.json) against values worked out by
+hand. data/compare_limit150.json is `hkv compare --json --limit 150` with
+each report's "residency" dropped (to keep it small)."""
 import json
 import os
 import subprocess
 import sys
 
+import pytest
+
 import hkv
 from conftest import BUILD, ROOT
+from hkv import reports
+
+DATA = ROOT / "python" / "tests" / "data"
+GOLDEN = DATA / "compare_limit150.json"
+SWEEP = DATA / "sweep_budget.json"
+CAUSES = ["draft rewind: last unit recomputed",
+          "no recurrent checkpoint at the boundary",
+          "sliding window not cached", "evicted before reuse"]
 
 
 def env():
@@ -61,7 +75,7 @@ def test_plot_without_data_fails(tmp_path):
         [sys.executable, "-m", "hkv.plot", empty, "-o", str(tmp_path)],
         env=env(), capture_output=True, text=True)
     assert result.returncode == 1
-    assert "no plans or runs" in result.stderr
+    assert "no plans, runs, reports or sweeps" in result.stderr
 
 
 def test_compare_geometries_writes_results_and_charts(tmp_path):
@@ -77,3 +91,139 @@ def test_compare_geometries_writes_results_and_charts(tmp_path):
     assert [r["geometry"] for r in results["runs"]] == [
         "256/256/256", "2048/256/256"]
     assert (tmp_path / "hit_ratio.png").stat().st_size > 1000
+
+
+def pure_run(args, cwd):
+    """python3 -m hkv.plot with python/ alone on the path: no extension."""
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(ROOT / "python")
+    return subprocess.run([sys.executable, "-m", "hkv.plot", *args],
+                          env=e, cwd=cwd, capture_output=True, text=True)
+
+
+def load_json(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def point(value):
+    sweep = load_json(SWEEP)["sweep"]
+    return next(p for p in sweep["points"] if p["value"] == value)
+
+
+def report(value, label):
+    return next(r for r in point(value)["reports"] if r["label"] == label)
+
+
+def test_package_imports_without_the_extension(tmp_path):
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(ROOT / "python")
+    code = ("import hkv, hkv.plot\n"
+            "assert hkv.plot_runs([]) == {'runs': []}\n"
+            "try:\n    hkv.KVCacheManager\n"
+            "except ImportError as err:\n    print(err)\n")
+    result = subprocess.run([sys.executable, "-c", code], env=e,
+                            cwd=tmp_path, capture_output=True, text=True,
+                            check=True)
+    assert "hkv._hkv" in result.stdout and "hkv_py" in result.stdout
+
+
+@pytest.mark.parametrize("wrap", ["list", "configurations", "reports"])
+def test_golden_compare_draws_without_the_extension(tmp_path, wrap):
+    found = load_json(GOLDEN)
+    data = found if wrap == "list" else {wrap: found, "workload": "trace"}
+    path = write(tmp_path / "compare.json", data)
+    result = pure_run([path, "-o", str(tmp_path / "out")], tmp_path)
+    assert result.returncode == 0, result.stderr
+    for name in ["engine_capacity", "hit_ratio", "kv_usage", "ttft",
+                 "miss_causes"]:
+        for ext in ("png", "svg"):
+            assert (tmp_path / "out" / f"{name}.{ext}").stat().st_size > 1000
+    assert not (tmp_path / "out" / "capacity.png").exists()
+    svg = (tmp_path / "out" / "miss_causes.svg").read_text(encoding="utf-8")
+    assert "no recurrent checkpoint at the boundary" in svg
+    svg = (tmp_path / "out" / "engine_capacity.svg").read_text(
+        encoding="utf-8")
+    assert "hkv: whole requests that fit" in svg
+    assert "engine: maximum concurrency (logged)" in svg
+
+
+def test_golden_compare_series():
+    found = reports.reports_in(load_json(GOLDEN))
+    labels = ["256/256/256", "2048/2048/2048", "2048/256/256"]
+    assert [r["label"] for r in found] == labels
+    assert [label for label, _ in reports.capacity_bars(found)] == labels
+    for r in found:
+        xs, ys = reports.ttft_cdf(r)
+        assert len(xs) == len(r["requests"]) == 150
+        assert xs == sorted(xs) and xs[0] > 0 and ys[-1] == 1.0
+        requests = r["requests"]
+        by_request = (sum(q["reused_tokens"] for q in requests)
+                      / sum(q["prompt_tokens"] for q in requests))
+        assert reports.hit_ratio(r) == pytest.approx(by_request)
+        tokens = reports.miss_cause_tokens(r["miss_causes"])
+        assert list(tokens) == CAUSES
+
+
+def test_sweep_draws_hit_ratio_by_budget(tmp_path):
+    result = pure_run([str(SWEEP), "-o", str(tmp_path)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    for ext in ("png", "svg"):
+        path = tmp_path / f"hit_ratio_by_budget.{ext}"
+        assert path.stat().st_size > 1000 and str(path) in result.stdout
+    svg = (tmp_path / "hit_ratio_by_budget.svg").read_text(encoding="utf-8")
+    assert "KV-cache budget per rank (GiB)" in svg
+    assert "fine" in svg and "coarse" in svg
+
+
+def test_hit_ratio_by_budget_values():
+    # fine: requests only: 500/2000, 2000/4000, 3000/4000.
+    # coarse: the table wins over its requests: 0/2000, 512/2048, 1024/2048.
+    series = reports.hit_ratio_by_budget(load_json(SWEEP)["sweep"])
+    assert series == {"fine": [(16, 0.25), (33, 0.5), (66, 0.75)],
+                      "coarse": [(16, 0.0), (33, 0.25), (66, 0.5)]}
+
+
+def test_ttft_cdf_values():
+    # first_token_s - arrival_s: 1.5, 0.25, 3.0; sorted, each a third.
+    xs, ys = reports.ttft_cdf(report(66, "fine"))
+    assert xs == [0.25, 1.5, 3.0]
+    assert ys == pytest.approx([1 / 3, 2 / 3, 1.0])
+
+
+def test_capacity_bars_values():
+    assert reports.capacity_bars(point(16)["reports"]) == [
+        ("fine", {"engine_pool_tokens": 100000,
+                  "engine_max_concurrency": 2.5, "whole_requests": 2}),
+        ("coarse", {"engine_pool_tokens": 400000,
+                    "engine_max_concurrency": 8.75, "whole_requests": 8})]
+    assert reports.capacity_bars(point(33)["reports"]) == []
+
+
+def test_miss_causes_in_plain_words():
+    fine = reports.miss_cause_tokens(report(16, "fine")["miss_causes"])
+    coarse = reports.miss_cause_tokens(report(16, "coarse")["miss_causes"])
+    assert list(fine.items()) == list(zip(CAUSES, [0, 768, 0, 256]))
+    assert list(coarse.items()) == list(zip(CAUSES, [1024, 0, 128, 0]))
+
+
+def test_reports_found_in_every_compare_shape():
+    one = [{"label": "a", "requests": []}]
+    assert reports.reports_in(one) == one
+    assert reports.reports_in({"configurations": one}) == one
+    assert reports.reports_in({"reports": one}) == one
+    assert reports.reports_in({"plans": []}) is None
+    assert reports.reports_in([{"geometry": "x"}]) is None
+    assert reports.sweep_in({"runs": []}) is None
+
+
+def test_malformed_sweep_names_the_field(tmp_path):
+    bad = write(tmp_path / "bad.json", {"sweep": {"parameter": "budget_gib",
+                "points": [{"value": 16, "reports": [{"table": {}}]}]}})
+    result = pure_run([bad, "-o", str(tmp_path)], tmp_path)
+    assert result.returncode == 1
+    assert "bad.json" in result.stderr
+    assert '"sweep.points[0].reports"' in result.stderr
+    with pytest.raises(ValueError, match=r'"sweep.points\[1\].value"'):
+        reports.sweep_in({"sweep": {"points": [
+            {"value": 16, "reports": [{"label": "a"}]},
+            {"value": "33GiB", "reports": [{"label": "a"}]}]}})

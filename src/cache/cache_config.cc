@@ -1,8 +1,11 @@
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <string>
 
+#include "check.h"
 #include "hkv/cache_manager.h"
+#include "hkv/limits.h"
 
 namespace hkv {
 namespace {
@@ -12,6 +15,45 @@ Result<void> Invalid(std::string message) {
 }
 
 std::string Num(std::uint64_t n) { return std::to_string(n); }
+
+// Token counts (blocks, windows, chunks, intervals) are bounded by the tokens
+// one request holds, pools' block counts by the blocks a pool holds: a
+// count beyond either can never be reached, and the bounds keep sums of a
+// few such counts inside 32 bits.
+Result<void> AtMost(std::uint64_t value, std::uint64_t limit,
+                    const std::string& what, const char* unit) {
+  if (value <= limit) return {};
+  return Invalid(what + " " + Num(value) + " exceeds the limit of " +
+                 Num(limit) + " " + unit);
+}
+
+Result<void> ValidateCounts(const GroupSpec& group, const std::string& name,
+                            std::uint32_t dcp) {
+  constexpr const char* kTokens = "tokens per request";
+  constexpr const char* kBlocks = "blocks per pool";
+  if (const std::uint64_t block = TokensPerBlock(group, dcp);
+      block > kMaxTokensPerRequest) {
+    const std::string scaled = block != group.block_size
+                                   ? " x dcp " + Num(dcp) + " = " + Num(block)
+                                   : "";
+    return Invalid(name + "block_size " + Num(group.block_size) + scaled +
+                   " tokens exceeds the limit of " + Num(kMaxTokensPerRequest) +
+                   " " + kTokens);
+  }
+  for (Result<void> ok : {AtMost(group.sliding_window, kMaxTokensPerRequest,
+                                 name + "sliding_window", kTokens),
+                          AtMost(group.output_window, kMaxTokensPerRequest,
+                                 name + "output_window", kTokens),
+                          AtMost(group.chunk_size, kMaxTokensPerRequest,
+                                 name + "chunk_size", kTokens),
+                          AtMost(group.speculative_blocks, kMaxPoolBlocks,
+                                 name + "speculative_blocks", kBlocks),
+                          AtMost(group.scratch_blocks, kMaxPoolBlocks,
+                                 name + "scratch_blocks", kBlocks)}) {
+    if (!ok) return ok;
+  }
+  return {};
+}
 
 Result<void> ValidateKindOptions(const GroupSpec& group,
                                  const std::string& name) {
@@ -37,10 +79,7 @@ Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
   const bool sharded = TokensPerBlock(group, config.dcp) != group.block_size;
   const std::uint64_t block = TokensPerBlock(group, config.dcp);
   const std::uint32_t unit = config.keys.hash_unit;
-  if (block > 0xffffffffu) {
-    return Invalid(name + "block of " + Num(block) +
-                   " tokens exceeds 2^32 - 1");
-  }
+  if (Result<void> ok = ValidateCounts(group, name, config.dcp); !ok) return ok;
   // Only cacheable groups' blocks are keyed, so only they need the unit.
   if (group.block_size == 0 ||
       (IsPrefixCacheable(group) && block % unit != 0)) {
@@ -107,12 +146,45 @@ Result<void> ValidateRetention(const CacheConfig& config,
   return {};
 }
 
+// The scheduler block S, the lcm of all blocks (in 64 bits: two blocks below
+// 2^32 have an lcm below 2^64), or an error naming the blocks when it
+// exceeds the tokens one request holds or the hash unit does not divide it.
+// REQUIRES: every block is at most that; hash unit >= 1.
+Result<std::uint64_t> SchedulerBlock(const CacheConfig& config) {
+  std::uint64_t lcm = 1;
+  std::string blocks;
+  for (const GroupSpec& g : config.groups) {
+    const std::uint64_t block = TokensPerBlock(g, config.dcp);
+    blocks += (blocks.empty() ? "" : ", ") + Num(block);
+    lcm = std::lcm(lcm, block);
+    if (lcm > kMaxTokensPerRequest) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "the groups' blocks of " + blocks +
+                      " tokens have a least common multiple (the scheduler "
+                      "block) of " +
+                      Num(lcm) + ", above the limit of " +
+                      Num(kMaxTokensPerRequest) + " tokens per request");
+    }
+  }
+  // Hits are multiples of the unit or of S, so the unit divides S (spec
+  // §5.2: h divides every cacheable block, a lone group's unit is its
+  // block, h is S beside a recurrent group not in align mode). With no
+  // cacheable group (recurrent "none", scratch) only this keeps it so.
+  if (lcm % config.keys.hash_unit != 0) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "hash unit " + Num(config.keys.hash_unit) +
+                    " does not divide the scheduler block " + Num(lcm) +
+                    " (the lcm of the groups' blocks of " + blocks +
+                    " tokens)");
+  }
+  return lcm;
+}
+
 // Rules that depend on the scheduler block S, the lcm of all blocks.
 Result<void> ValidateAlignment(const CacheConfig& config) {
-  std::uint64_t scheduler_block = 1;
-  for (const GroupSpec& g : config.groups) {
-    scheduler_block = std::lcm(scheduler_block, TokensPerBlock(g, config.dcp));
-  }
+  const Result<std::uint64_t> lcm = SchedulerBlock(config);
+  if (!lcm) return tl::unexpected(lcm.error());
+  const std::uint64_t scheduler_block = *lcm;
   if (Result<void> valid = ValidateRetention(config, scheduler_block); !valid) {
     return valid;
   }
@@ -157,24 +229,32 @@ std::uint64_t TokensPerBlock(const GroupSpec& group, std::uint32_t dcp) {
 std::uint64_t MaxBlocksPerRequest(const GroupSpec& group,
                                   const RequestBounds& bounds) {
   const std::uint64_t b = TokensPerBlock(group, bounds.dcp);
+  HKV_REQUIRE(b > 0,
+              "MaxBlocksPerRequest: a group's block must hold at "
+              "least one token");
   const std::uint64_t length = bounds.max_model_len;
   const std::uint64_t in_flight = bounds.max_in_flight_tokens;
-  const auto blocks = [b](std::uint64_t tokens) {
-    return (tokens + b - 1) / b;
+  // ceil(min(tokens, length) / b), and sums that cannot wrap: `tokens` is
+  // capped at the length, which the in-flight tokens never pass.
+  const auto blocks = [b, length](std::uint64_t tokens) {
+    tokens = std::min(tokens, length);
+    return tokens / b + (tokens % b != 0 ? 1 : 0);
   };
+  const std::uint64_t flight = std::min(in_flight, length);
   switch (group.kind) {
     case GroupKind::kSlidingWindow:
-      return blocks(std::min(group.sliding_window - 1 + in_flight, length)) + 1;
+      return blocks(std::uint64_t{group.sliding_window} -
+                    (group.sliding_window > 0 ? 1 : 0) + flight) +
+             1;
     case GroupKind::kChunkedLocal:
-      return blocks(std::min(group.chunk_size + in_flight, length));
+      return blocks(std::uint64_t{group.chunk_size} + flight);
     case GroupKind::kRecurrent:
       switch (group.recurrent_mode) {
         case RecurrentMode::kAlign:
           return 2 + std::uint64_t{group.speculative_blocks} +
                  group.checkpoint_blocks;
         case RecurrentMode::kAll:  // a state per block of the chunk
-          return blocks(std::min(in_flight, length)) + 1 +
-                 group.speculative_blocks;
+          return blocks(flight) + 1 + group.speculative_blocks;
         case RecurrentMode::kNone:
           return 1 + std::uint64_t{group.speculative_blocks};
       }
@@ -199,6 +279,16 @@ Result<void> CacheConfig::Validate() const {
   if (max_model_len == 0)
     return Invalid("max_model_len must be at least 1 token");
   if (dcp == 0) return Invalid("dcp must be at least 1");
+  for (Result<void> ok :
+       {AtMost(num_blocks, kMaxPoolBlocks, "num_blocks", "blocks per pool"),
+        AtMost(max_model_len, kMaxTokensPerRequest, "max_model_len",
+               "tokens per request"),
+        AtMost(max_in_flight_tokens.value_or(0), kMaxTokensPerRequest,
+               "max_in_flight_tokens", "tokens per request"),
+        AtMost(retention_interval.value_or(0), kMaxTokensPerRequest,
+               "retention_interval", "tokens per request")}) {
+    if (!ok) return ok;
+  }
   if (free_order != FreeOrder::kPrependUncached &&
       free_order != FreeOrder::kAppendAll) {
     return Invalid("free_order " + Num(static_cast<std::uint64_t>(free_order)) +
@@ -207,6 +297,12 @@ Result<void> CacheConfig::Validate() const {
   for (std::size_t i = 0; i < groups.size(); ++i) {
     if (Result<void> valid = ValidateGroup(groups[i], i, *this); !valid)
       return valid;
+  }
+  // After the groups: a unit derived from a block names the block first.
+  if (Result<void> ok = AtMost(keys.hash_unit, kMaxTokensPerRequest,
+                               "hash unit", "tokens per request");
+      !ok) {
+    return ok;
   }
   return ValidateAlignment(*this);
 }

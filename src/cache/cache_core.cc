@@ -1,6 +1,7 @@
 #include "cache/cache_core.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "cache/commit_rules.h"
 #include "cache/hit_shape.h"
@@ -15,6 +16,12 @@
 
 namespace hkv::internal {
 namespace {
+
+// Cache ids start at 1: 0 marks a hit no lookup made.
+std::uint64_t NextCacheId() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 KeyScheme SchemeOf(const CacheConfig& config) {
   Result<void> valid = config.Validate();
@@ -48,6 +55,7 @@ std::unique_ptr<GroupManager> MakeManager(const GroupSpec& spec,
 
 CacheCore::CacheCore(const CacheConfig& config)
     : config_(config),
+      id_(NextCacheId()),
       scheme_(SchemeOf(config)),
       geometry_(ResolveGeometry(config)),
       pool_(config.num_blocks,
@@ -88,12 +96,18 @@ CacheHit CacheCore::Lookup(const Request& request) const {
               "request keyed with a different key scheme than the cache");
   CacheHit hit;
   hit.blocks.resize(groups_.size());
+  hit.origin = {.cache = id_, .request = request.id()};
   if (!pool_.caching_enabled() || request.cache_read() == CacheRead::kSkipped) {
     return hit;
   }
   CommonHit common =
       coordinator_.FindLongestHit(request.keys(), MaxHitLength(request));
   hit.num_tokens = common.num_tokens;
+  hit.origin.num_tokens = common.num_tokens;
+  if (const std::uint32_t units = common.num_tokens / scheme_.hash_unit;
+      units > 0) {
+    hit.origin.key = request.keys()[units - 1];
+  }
   hit.blocks = std::move(common.blocks);
   hit.key_generation = pool_.key_generation();
   if (common.longest > common.num_tokens) {
@@ -107,47 +121,19 @@ CacheHit CacheCore::Lookup(const Request& request) const {
   return hit;
 }
 
-void CacheCore::CheckAllocation(const Request& request,
-                                const AllocationRequest& args,
-                                const RequestState* state) const {
-  const bool running = state != nullptr;
-  HKV_REQUIRE(request.key_scheme() == scheme_,
-              "request keyed with a different key scheme than the cache");
-  const CacheHit* hit = args.hit;
-  HKV_REQUIRE(args.num_new_tokens > 0 ||
-                  args.num_external_computed_tokens > 0 ||
-                  (hit != nullptr && hit->num_tokens > 0),
-              "an allocation needs new tokens, external tokens or a hit");
-  HKV_REQUIRE(
-      !running || args.num_computed_tokens <= state->num_slots,
-      "num_computed_tokens beyond the tokens the request's blocks cover");
-  if (hit == nullptr || hit->num_tokens == 0) return;
-  HKV_REQUIRE(!running,
-              "a hit can only be adopted by a request that holds no blocks");
-  HKV_REQUIRE(args.num_external_computed_tokens == 0 ||
-                  hit->num_tokens % geometry_.scheduler_block == 0,
-              "external tokens after a hit ending inside a block: cut the hit "
-              "to a block boundary first (TruncateHit)");
-  HKV_REQUIRE(args.num_computed_tokens == 0,
-              "a request adopting a hit has computed nothing else");
-  CheckHit(request, *hit);
-}
-
 CacheHit CacheCore::TruncateHit(const CacheHit& hit,
                                 std::uint32_t num_tokens) const {
+  CheckOrigin(nullptr, hit);
   return internal::TruncateHit(hit, num_tokens, geometry_);
 }
 
-void CacheCore::CheckHit(const Request& request, const CacheHit& hit) const {
-  CheckHitShape(hit, {.num_request_tokens = request.num_tokens(),
-                      .config = config_,
-                      .geometry = geometry_});
-  if (hit.key_generation != pool_.key_generation()) {
-    const CacheHit fresh = Lookup(request);
-    HKV_REQUIRE(
-        fresh.num_tokens == hit.num_tokens && fresh.blocks == hit.blocks,
-        "the hit's blocks changed since the lookup; look the request up again");
-  }
+std::uint32_t CacheCore::SplitPrefill(const Request& request,
+                                      const PrefillChunk& chunk) const {
+  CheckSplit(request, chunk);
+  return internal::SplitPrefill(
+      split_rules_, {.num_prompt_tokens = request.num_prompt_tokens(),
+                     .num_tokens = request.num_tokens(),
+                     .chunk = chunk});
 }
 
 std::uint64_t CacheCore::BlocksNeeded(const RequestState* state,
@@ -183,13 +169,10 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
   const CacheHit* hit =
       args.hit != nullptr && args.hit->num_tokens > 0 ? args.hit : nullptr;
   const std::uint32_t hit_tokens = hit ? hit->num_tokens : 0;
+  // Checked: these sums are at most max_model_len (< 2^32).
   const std::uint32_t num_local = args.num_computed_tokens + hit_tokens;
-  const std::uint32_t total =
-      static_cast<std::uint32_t>(std::min<std::uint64_t>(
-          std::uint64_t{num_local} + args.num_external_computed_tokens,
-          config_.max_model_len));
-  const std::uint32_t num_main = CheckedCount(
-      std::uint64_t{total} + args.num_new_tokens, "request tokens");
+  const std::uint32_t total = num_local + args.num_external_computed_tokens;
+  const std::uint32_t num_main = total + args.num_new_tokens;
   const AllocationDemand demand{
       .num_slots = static_cast<std::uint32_t>(std::min<std::uint64_t>(
           std::uint64_t{num_main} + args.num_lookahead_tokens,
@@ -239,6 +222,7 @@ CacheCore::Admit(const Request& request, const CacheHit* hit) {
   it->second.tables.resize(groups_.size());
   if (hit != nullptr) {
     it->second.shared_prefix_boundary = hit->shared_prefix_boundary;
+    it->second.num_committed_tokens = hit->num_tokens;
   }
   if (pool_.caching_enabled() && request.cache_read() == CacheRead::kAllowed) {
     RecordAdmission(request.num_tokens(), hit, stats_);
@@ -290,28 +274,22 @@ NewBlocks CacheCore::AllocateNew(RequestState& state,
 
 void CacheCore::Commit(const Request& request,
                        std::uint32_t num_computed_tokens) {
-  auto it = requests_.find(request.id());
-  HKV_REQUIRE(it != requests_.end(),
-              "commit for a request that holds no blocks");
-  const std::uint32_t n = std::min(num_computed_tokens, request.num_tokens());
-  for (std::size_t g = 0; g < groups_.size(); ++g) {
-    // Scratch pages are rewritten in place and cover no positions.
-    if (config_.groups[g].kind == GroupKind::kScratch) continue;
-    const std::uint32_t b = groups_[g]->geometry().block_size;
-    HKV_REQUIRE(it->second.tables[g].blocks.size() * b >= n,
-                "commit beyond the blocks allocated to the request");
-  }
+  const std::uint32_t n = CheckCommit(request, num_computed_tokens);
+  RequestState& state = requests_.find(request.id())->second;
+  // Registering the same count again would re-arm recurrent checkpoints.
+  if (n == state.num_committed_tokens) return;
+  state.num_committed_tokens = n;
   if (!pool_.caching_enabled()) return;
   // Only partial tails and sparse retention read the replay positions; a
   // decode step of a plain model skips computing them.
   const bool needs_replay =
       geometry_.partial_hits || config_.retention_interval.has_value();
   const std::vector<std::uint32_t> replay =
-      needs_replay ? ReplayBoundaries(geometry_, request,
-                                      it->second.shared_prefix_boundary)
-                   : std::vector<std::uint32_t>{};
+      needs_replay
+          ? ReplayBoundaries(geometry_, request, state.shared_prefix_boundary)
+          : std::vector<std::uint32_t>{};
   for (std::size_t g = 0; g < groups_.size(); ++g) {
-    groups_[g]->Commit(it->second.tables[g], request,
+    groups_[g]->Commit(state.tables[g], request,
                        CacheableTokens(geometry_, n, config_.groups[g].kind,
                                        groups_[g]->geometry()),
                        replay);

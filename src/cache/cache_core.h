@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -40,12 +41,7 @@ class CacheCore {
   CacheHit TruncateHit(const CacheHit& hit, std::uint32_t num_tokens) const;
   void Commit(const Request& request, std::uint32_t num_computed_tokens);
   std::uint32_t SplitPrefill(const Request& request,
-                             const PrefillChunk& chunk) const {
-    return internal::SplitPrefill(
-        split_rules_, {.num_prompt_tokens = request.num_prompt_tokens(),
-                       .num_tokens = request.num_tokens(),
-                       .chunk = chunk});
-  }
+                             const PrefillChunk& chunk) const;
   void Free(RequestId id);
   std::vector<BlockCopy> TakeCopies();
   void FinishStep();
@@ -66,19 +62,33 @@ class CacheCore {
   bool CheckInvariants() const;
 
  private:
+  // Reads every member (cache/state_snapshot.h).
+  friend std::string StateSnapshot(const CacheCore& core);
+
   struct RequestState {
     std::vector<GroupTable> tables;  // one per group
     std::uint32_t num_slots = 0;     // tokens the tables cover
+    // The last commit's count (the adopted hit before any): commits never
+    // go below it.
+    std::uint32_t num_committed_tokens = 0;
     // Where the admission lookup saw a longer prefix in some group than the
     // hit; sparse retention keeps what lands there.
     std::uint32_t shared_prefix_boundary = 0;
   };
 
   std::uint32_t MaxHitLength(const Request& request) const;
+  // The REQUIRES of each call, checked before it changes anything
+  // (cache/call_checks.cc).
   void CheckAllocation(const Request& request, const AllocationRequest& args,
                        const RequestState* state) const;
-  // A hit must cover itself in every group and still be what a lookup finds.
+  // A hit must come from this cache's lookup for this request, cover itself
+  // in every group and still be what a lookup finds.
   void CheckHit(const Request& request, const CacheHit& hit) const;
+  void CheckOrigin(const Request* request, const CacheHit& hit) const;
+  // Returns the tokens the commit registers (capped at the request's).
+  std::uint32_t CheckCommit(const Request& request,
+                            std::uint32_t num_computed_tokens) const;
+  void CheckSplit(const Request& request, const PrefillChunk& chunk) const;
   // Starts tracking a request (and counts its admission).
   absl::flat_hash_map<RequestId, RequestState>::iterator Admit(
       const Request& request, const CacheHit* hit);
@@ -101,6 +111,7 @@ class CacheCore {
                              AllocationDemand demand) const;
 
   CacheConfig config_;
+  std::uint64_t id_;  // HitOrigin::cache of this cache's hits
   KeyScheme scheme_;
   CacheGeometry geometry_;
   BlockPool pool_;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "check.h"
+#include "hkv/limits.h"
+
 namespace hkv::internal {
 namespace {
 
@@ -87,10 +90,16 @@ std::vector<SpecGroup> SpecGroupsOf(const CacheConfig& config) {
 CacheGeometry ResolveGeometry(const CacheConfig& config) {
   CacheGeometry geometry;
   const std::uint32_t unit = config.keys.hash_unit;
-  std::uint32_t lcm = 1;
+  // In 64 bits, and checked: Validate bounds the lcm (blocks of 65536 and
+  // 65537 tokens have one past 2^32).
+  std::uint64_t lcm64 = 1;
   for (const GroupSpec& spec : config.groups) {
-    lcm = std::lcm(lcm, ScaledBlock(spec, config.dcp));
+    lcm64 = std::lcm(lcm64, std::uint64_t{ScaledBlock(spec, config.dcp)});
+    HKV_REQUIRE(lcm64 <= kMaxTokensPerRequest,
+                "the groups' blocks have a least common multiple beyond the "
+                "limit of tokens per request (CacheConfig::Validate refuses)");
   }
+  const auto lcm = static_cast<std::uint32_t>(lcm64);
   geometry.scheduler_block = lcm;
   geometry.partial_hits = PartialHits(config);
   geometry.alignment = geometry.partial_hits ? unit : lcm;

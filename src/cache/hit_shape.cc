@@ -15,7 +15,7 @@ void CheckHitShape(const CacheHit& hit, const HitContext& context) {
   for (std::size_t g = 0; g < config.groups.size(); ++g) {
     const std::uint32_t b = context.geometry.groups[g].block_size;
     const std::size_t covering = IsPrefixCacheable(config.groups[g])
-                                     ? (hit.num_tokens + b - 1) / b
+                                     ? (std::size_t{hit.num_tokens} + b - 1) / b
                                      : 0;  // a group that caches nothing
     HKV_REQUIRE(hit.blocks[g].size() == covering,
                 "each group's hit blocks cover the hit");
@@ -38,8 +38,8 @@ CacheHit TruncateHit(const CacheHit& hit, std::uint32_t num_tokens,
   cut.num_tokens = num_tokens;
   for (std::size_t g = 0; g < cut.blocks.size(); ++g) {
     const std::uint32_t b = geometry.groups[g].block_size;
-    cut.blocks[g].resize(
-        std::min<std::size_t>(cut.blocks[g].size(), (num_tokens + b - 1) / b));
+    cut.blocks[g].resize(std::min<std::size_t>(
+        cut.blocks[g].size(), (std::size_t{num_tokens} + b - 1) / b));
   }
   return cut;
 }

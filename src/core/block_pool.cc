@@ -1,5 +1,8 @@
 #include "core/block_pool.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "check.h"
 
 namespace hkv::internal {
@@ -10,7 +13,9 @@ BlockPool::BlockPool(std::uint32_t num_blocks, Caching caching, Events events,
       free_order_(free_order),
       blocks_(num_blocks),
       free_queue_(num_blocks),
-      events_(events) {
+      index_(num_blocks),
+      events_(events),
+      evicted_(num_blocks) {
   HKV_REQUIRE(num_blocks >= 1, "a pool needs at least the null block");
   const BlockId null_block = free_queue_.PopFront();
   HKV_DCHECK(null_block == kNullBlock);
@@ -26,8 +31,10 @@ BlockId BlockPool::AllocateOne() {
   HKV_DCHECK(!free_queue_.empty());
   const BlockId id = free_queue_.PopFront();
   if (HasPrimary(ToIndex(id))) {
-    RememberEvicted(id);
-    EvictKeys(id);
+    DropKeys(id, [this](const PrefixKey& key) {
+      evicted_.Remember(key);
+      RecordRemoval(key);
+    });
     ++stats_.evicted_blocks;
   }
   HKV_DCHECK(blocks_[ToIndex(id)].ref_count == 0);
@@ -71,17 +78,15 @@ void BlockPool::Free(std::span<const BlockId> ordered) {
 
 void BlockPool::SetPrimary(BlockId id, const PrefixKey& key,
                            std::uint32_t num_tokens) {
-  Block& b = blocks_[ToIndex(id)];
-  b.primary = key;
-  b.primary_num_tokens = num_tokens;
+  HKV_DCHECK(!index_.HasKeys(id));  // so the primary is the first key
+  blocks_[ToIndex(id)].primary_num_tokens = num_tokens;
   index_.Insert(key, id);
-  evicted_.erase(key);
+  evicted_.Forget(key);
 }
 
 void BlockPool::AddAlias(BlockId id, const PrefixKey& key) {
-  aliases_[id].push_back(key);
   index_.Insert(key, id);
-  evicted_.erase(key);
+  evicted_.Forget(key);
 }
 
 void BlockPool::CacheFull(BlockId id, const PrefixKey& key,
@@ -113,101 +118,70 @@ bool BlockPool::CachePartial(BlockId id, const PrefixKey& key,
   return true;
 }
 
-void BlockPool::RememberEvicted(BlockId id) {
-  if (evicted_.size() >= 2 * std::size_t{num_blocks()}) evicted_.clear();
-  const Block& b = blocks_[ToIndex(id)];
-  evicted_.insert(b.primary);
-  if (auto it = aliases_.find(id); it != aliases_.end()) {
-    evicted_.insert(it->second.begin(), it->second.end());
-  }
-}
-
 void BlockPool::RecordRemoval(const PrefixKey& key) {
+  // Checked here: building the event allocates its vector of hashes.
+  if (!events_.enabled()) return;
   events_.Record(BlockRemoved{.block_hashes = {key.hash}, .group = key.group});
 }
 
-void BlockPool::EvictKeys(BlockId id) {
+template <typename F>
+void BlockPool::DropKeys(BlockId id, F&& on_key) {
   Block& b = blocks_[ToIndex(id)];
   if (b.primary_num_tokens == 0) return;
   ++key_generation_;
-  index_.Erase(b.primary, id);
-  RecordRemoval(b.primary);
   b.primary_num_tokens = 0;
-  b.primary = PrefixKey{};
-  if (auto it = aliases_.find(id); it != aliases_.end()) {
-    for (const PrefixKey& key : it->second) {
-      index_.Erase(key, id);
-      RecordRemoval(key);
-    }
-    aliases_.erase(it);
-  }
+  index_.EraseBlock(id, std::forward<F>(on_key));
+}
+
+void BlockPool::EvictKeys(BlockId id) {
+  DropKeys(id, [this](const PrefixKey& key) { RecordRemoval(key); });
 }
 
 void BlockPool::MoveKeys(BlockId source, BlockId destination) {
-  Block& from = blocks_[ToIndex(source)];
   HKV_DCHECK(blocks_[ToIndex(destination)].primary_num_tokens == 0);
-  if (from.primary_num_tokens == 0) return;
-  ++key_generation_;
-  index_.Erase(from.primary, source);
-  SetPrimary(destination, from.primary, from.primary_num_tokens);
-  from.primary_num_tokens = 0;
-  from.primary = PrefixKey{};
-  if (auto it = aliases_.find(source); it != aliases_.end()) {
-    const absl::InlinedVector<PrefixKey, 1> keys = std::move(it->second);
-    aliases_.erase(it);
-    for (const PrefixKey& key : keys) {
-      index_.Erase(key, source);
-      AddAlias(destination, key);
-    }
-  }
+  const std::uint32_t num_tokens = blocks_[ToIndex(source)].primary_num_tokens;
+  if (num_tokens == 0) return;
+  const std::vector<PrefixKey> keys = index_.KeysOf(source);
+  DropKeys(source, [](const PrefixKey&) {});
+  SetPrimary(destination, keys.front(), num_tokens);
+  for (std::size_t i = 1; i < keys.size(); ++i) AddAlias(destination, keys[i]);
 }
 
 bool BlockPool::Reset() {
   if (num_blocks() - num_free_blocks() != 1) return false;
   ++key_generation_;
   index_.Clear();
-  evicted_.clear();
-  aliases_.clear();
-  for (Block& b : blocks_) {
-    b.primary_num_tokens = 0;
-    b.primary = PrefixKey{};
-  }
+  evicted_.Clear();
+  for (Block& b : blocks_) b.primary_num_tokens = 0;
   events_.Record(AllBlocksCleared{});
   return true;
 }
 
-std::vector<PrefixKey> BlockPool::KeysOf(BlockId id) const {
-  std::vector<PrefixKey> keys;
-  if (!HasPrimary(ToIndex(id))) return keys;
-  keys.push_back(blocks_[ToIndex(id)].primary);
-  if (auto it = aliases_.find(id); it != aliases_.end()) {
-    keys.insert(keys.end(), it->second.begin(), it->second.end());
-  }
-  return keys;
+std::size_t BlockPool::MemoryBytes() const {
+  return blocks_.capacity() * sizeof(Block) + free_queue_.MemoryBytes() +
+         index_.MemoryBytes() + evicted_.MemoryBytes() +
+         free_scratch_.capacity() * sizeof(BlockId);
 }
 
 bool BlockPool::CheckInvariants() const {
-  if (!free_queue_.CheckInvariants() || free_queue_.Contains(kNullBlock))
+  if (!free_queue_.CheckInvariants() || free_queue_.Contains(kNullBlock) ||
+      !index_.CheckInvariants()) {
     return false;
-  std::size_t keys = 0;
+  }
   for (std::uint32_t i = 1; i < num_blocks(); ++i) {
-    const Block& b = blocks_[i];
     const BlockId id{i};
-    if (free_queue_.Contains(id) != (b.ref_count == 0)) return false;
-    if (!HasPrimary(i)) {
-      if (aliases_.contains(id)) return false;
-      continue;
-    }
-    if (!index_.Contains(b.primary, id)) return false;
-    ++keys;
-    if (auto it = aliases_.find(id); it != aliases_.end()) {
-      for (const PrefixKey& key : it->second) {
-        if (!index_.Contains(key, id) || key == b.primary) return false;
-        ++keys;
+    if (free_queue_.Contains(id) != (blocks_[i].ref_count == 0)) return false;
+    if (HasPrimary(i) != index_.HasKeys(id)) return false;
+    // A block holds each of its keys once.
+    const std::vector<PrefixKey> keys = index_.KeysOf(id);
+    for (std::size_t k = 1; k < keys.size(); ++k) {
+      if (std::find(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(k),
+                    keys[k]) != keys.begin() + static_cast<std::ptrdiff_t>(k)) {
+        return false;
       }
     }
   }
-  return keys == index_.NumEntries();
+  return true;
 }
 
 }  // namespace hkv::internal

@@ -9,6 +9,14 @@
 //
 // A block has at most one primary key, the longest prefix it proves, with its
 // token count; partial entries at shorter boundaries hang off it as aliases.
+// The index holds the keys (the primary is a block's first registered key);
+// the pool holds reference counts and token counts.
+//
+// Every table is sized from num_blocks at construction: 8 bytes of block
+// metadata, 8 of free-queue links, the index's slots and per-block records
+// (prefix_index.h) and the record of evicted keys (evicted_keys.h), about
+// 100 bytes per block in all (docs/perf.md). Nothing rehashes or grows while
+// blocks hold one key each.
 //
 // Thread-compatible: callers serialize all calls. Never allocates on the
 // allocate/touch/free paths once the scratch buffers have grown.
@@ -20,10 +28,8 @@
 #include <span>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
-#include "absl/container/inlined_vector.h"
 #include "core/event_log.h"
+#include "core/evicted_keys.h"
 #include "core/free_block_queue.h"
 #include "core/prefix_index.h"
 
@@ -55,6 +61,7 @@ class BlockPool {
   const PoolStats& stats() const { return stats_; }
   // Removals and clears are recorded here; group managers add what they store.
   EventLog& events() { return events_; }
+  const EventLog& events() const { return events_; }
 
   // The first-inserted block registered under `key`. Never touches refs.
   std::optional<BlockId> FindCached(const PrefixKey& key) const {
@@ -125,18 +132,22 @@ class BlockPool {
   std::uint32_t primary_num_tokens(BlockId id) const {
     return blocks_[ToIndex(id)].primary_num_tokens;
   }
-  const PrefixKey& primary_key(BlockId id) const {
-    return blocks_[ToIndex(id)].primary;
-  }
+  // The block's primary key; a zero key when it has none.
+  const PrefixKey& primary_key(BlockId id) const { return index_.FirstKey(id); }
   bool HasKey(BlockId id, const PrefixKey& key) const {
     return index_.Contains(key, id);
   }
   // Every key of `id`, primary first. For tests and diagnostics.
-  std::vector<PrefixKey> KeysOf(BlockId id) const;
+  std::vector<PrefixKey> KeysOf(BlockId id) const { return index_.KeysOf(id); }
   std::size_t num_keys() const { return index_.size(); }
-  // Whether `key` was evicted recently (and not registered since): the
-  // last num_blocks evicted keys at least are remembered.
-  bool WasEvicted(const PrefixKey& key) const { return evicted_.contains(key); }
+  // Whether `key` was evicted by reuse recently (and not registered since).
+  // Approximate: see evicted_keys.h for how recently and how accurately.
+  bool WasEvicted(const PrefixKey& key) const { return evicted_.Contains(key); }
+  // Bytes of the pool's tables (capacities times element sizes): block
+  // metadata, free queue, index, evicted keys, scratch.
+  std::size_t MemoryBytes() const;
+  // The index's slot count: constant unless keys outgrow it (prefix_index.h).
+  std::size_t num_index_slots() const { return index_.num_slots(); }
 
   // Advances whenever a key leaves the index: a lookup made at an equal
   // generation is still valid.
@@ -153,8 +164,9 @@ class BlockPool {
  private:
   struct Block {
     std::uint32_t ref_count = 0;
-    std::uint32_t primary_num_tokens = 0;  // 0 <=> no primary key
-    PrefixKey primary;
+    // 0 <=> no key; else the tokens the primary key (the block's first key
+    // in the index) proves.
+    std::uint32_t primary_num_tokens = 0;
   };
 
   bool HasPrimary(std::uint32_t i) const {
@@ -163,21 +175,21 @@ class BlockPool {
   void SetPrimary(BlockId id, const PrefixKey& key, std::uint32_t num_tokens);
   void AddAlias(BlockId id, const PrefixKey& key);
   void RecordRemoval(const PrefixKey& key);
-  void RememberEvicted(BlockId id);
+  // Drops every key of `id`, calling on_key(key) for each, primary first.
+  template <typename F>
+  void DropKeys(BlockId id, F&& on_key);
 
   Caching caching_;
   FreeOrder free_order_;
   std::vector<Block> blocks_;
   FreeBlockQueue free_queue_;
   PrefixIndex index_;
-  // Secondary keys of blocks with partial entries (rare).
-  absl::flat_hash_map<BlockId, absl::InlinedVector<PrefixKey, 1>> aliases_;
   std::vector<BlockId> free_scratch_;
   PoolStats stats_;
   EventLog events_;
   std::uint64_t key_generation_ = 0;
-  // Keys evicted by reuse, forgotten all at once past num_blocks of them.
-  absl::flat_hash_set<PrefixKey, PrefixKeyHash> evicted_;
+  // Keys evicted by reuse (approximate, bounded).
+  EvictedKeys evicted_;
 };
 
 }  // namespace hkv::internal

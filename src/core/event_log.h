@@ -27,6 +27,8 @@ class EventLog {
     }
   }
   std::vector<KvEvent> Take() { return std::exchange(events_, {}); }
+  // The events recorded and not yet taken, oldest first.
+  const std::vector<KvEvent>& pending() const { return events_; }
 
  private:
   bool enabled_;

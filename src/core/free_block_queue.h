@@ -36,6 +36,8 @@ class FreeBlockQueue {
   std::vector<BlockId> Snapshot() const;
   // Returns false when links are inconsistent with size. O(size).
   bool CheckInvariants() const;
+  // Bytes of the links (capacity times element size).
+  std::size_t MemoryBytes() const { return links_.capacity() * sizeof(Link); }
 
  private:
   static constexpr std::uint32_t kNotQueued = 0xffffffffu;

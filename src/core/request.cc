@@ -1,21 +1,35 @@
 #include "hkv/request.h"
 
 #include "check.h"
+#include "hkv/limits.h"
+#include "text.h"
 
 namespace hkv {
+
+namespace {
+
+// Checked before anything is copied: a request never holds more than
+// kMaxTokensPerRequest tokens.
+std::uint32_t CheckedTokens(std::size_t count, const char* what) {
+  HKV_REQUIRE(count <= kMaxTokensPerRequest,
+              internal::Cat(what, " ", count, " exceed the limit of ",
+                            kMaxTokensPerRequest, " tokens per request"));
+  return static_cast<std::uint32_t>(count);
+}
+
+}  // namespace
 
 Request::Request(RequestOptions options, std::span<const TokenId> prompt,
                  const KeyScheme& scheme)
     : options_(std::move(options)),
       scheme_(scheme),
-      tokens_(prompt.begin(), prompt.end()),
-      num_prompt_tokens_(
-          internal::CheckedCount(prompt.size(), "prompt tokens")) {
+      num_prompt_tokens_(CheckedTokens(prompt.size(), "prompt tokens")) {
   HKV_REQUIRE(scheme.hash_unit > 0, "the key scheme's hash unit must be >= 1");
   if (Result<void> extras_valid = options_.extras.Validate(); !extras_valid) {
     HKV_REQUIRE(extras_valid,
                 "bad key extras: " + extras_valid.error().message);
   }
+  tokens_.assign(prompt.begin(), prompt.end());
   keys_.reserve(tokens_.size() / scheme_.hash_unit);
   ExtendKeys();
 }
@@ -25,7 +39,11 @@ std::uint32_t Request::num_tokens() const {
 }
 
 void Request::AppendTokens(std::span<const TokenId> tokens) {
-  internal::CheckedCount(tokens_.size() + tokens.size(), "request tokens");
+  // Compared, not summed: a span's size may be anything.
+  HKV_REQUIRE(tokens.size() <= kMaxTokensPerRequest - tokens_.size(),
+              internal::Cat("request tokens ", tokens_.size(), " + ",
+                            tokens.size(), " exceed the limit of ",
+                            kMaxTokensPerRequest, " tokens per request"));
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   ExtendKeys();
 }

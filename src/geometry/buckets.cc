@@ -4,11 +4,14 @@
 #include <numeric>
 
 #include "check.h"
-#include "geometry/text.h"
+#include "geometry/arith.h"
 #include "hkv/geometry.h"
+#include "text.h"
 
 namespace hkv::internal {
 namespace {
+
+constexpr std::uint64_t kMaxBlockTokens = 0xffffffffu;
 
 bool IsAttention(LayerKind kind) { return kind != LayerKind::kRecurrent; }
 
@@ -59,9 +62,12 @@ Result<RankLayer> ToRank(const LayerSpec& layer, std::uint32_t tp,
 Result<void> AddLayers(const std::vector<LayerSpec>& specs, bool draft,
                        const PlanOptions& options, std::uint32_t spec_tokens,
                        std::vector<RankLayer>& out) {
-  for (const LayerSpec& spec : specs) {
-    Result<RankLayer> layer = ToRank(spec, options.tp, spec_tokens);
-    if (!layer) return tl::unexpected(layer.error());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    Result<RankLayer> layer = ToRank(specs[i], options.tp, spec_tokens);
+    if (!layer) {
+      return Fail(layer.error().code, Cat(draft ? "draft layer " : "layer ", i,
+                                          ": ", layer.error().message));
+    }
     layer->draft = draft;
     auto same = std::find_if(out.begin(), out.end(), [&](const RankLayer& r) {
       return SameFacts(r, *layer);
@@ -105,17 +111,35 @@ Result<std::uint32_t> CoupledBlock(const ModelSpec& model,
     attention = &layer;
   }
   if (attention == nullptr || state == 0) return block;
-  return CoupledAttentionBlock(
-      {.block = block,
-       .kernel_block = model.kernel_block,
-       .state_bytes = state,
-       .attention_bytes_per_token = attention->record + attention->tail});
+  const std::uint64_t coupled =
+      CoupledAttentionBlock({.block = block,
+                             .kernel_block = model.kernel_block,
+                             .state_bytes = state,
+                             .attention_bytes_per_token = SaturatingAdd(
+                                 attention->record, attention->tail)});
+  if (coupled > kMaxBlockTokens) {
+    return Fail(ErrorCode::kInfeasible,
+                Cat("the coupled layout needs an attention block of ", coupled,
+                    " tokens to hold the recurrent state of ", state,
+                    " B, more than 2^32 - 1"));
+  }
+  return static_cast<std::uint32_t>(coupled);
 }
 
+// Validated geometries keep every block below 2^32 tokens.
 std::uint32_t BlockTokens(LayerKind kind, const Geometry& geometry,
                           std::uint32_t dcp) {
   if (kind == LayerKind::kRecurrent) return geometry.recurrent_block;
   return geometry.target_block * (IsSharded(kind) ? dcp : 1);
+}
+
+// The sharded attention block, target_block x dcp tokens, must fit 32 bits.
+Result<void> CheckShardedBlock(const Geometry& geometry, std::uint32_t dcp) {
+  const std::uint64_t tokens = std::uint64_t{geometry.target_block} * dcp;
+  if (tokens <= kMaxBlockTokens) return {};
+  return Fail(ErrorCode::kInvalidArgument,
+              Cat("target block ", geometry.target_block, " x dcp ", dcp, " = ",
+                  tokens, " tokens exceeds 2^32 - 1"));
 }
 
 }  // namespace
@@ -157,6 +181,9 @@ Result<Geometry> ResolveGeometry(const ModelSpec& model,
     if (!block) return tl::unexpected(block.error());
     out.target_block = out.recurrent_block = *block;
   }
+  if (Result<void> ok = CheckShardedBlock(out, options.dcp); !ok) {
+    return tl::unexpected(ok.error());
+  }
   if (out.hash_unit == 0) {
     for (const RankLayer& layer : layers) {
       out.hash_unit =
@@ -183,7 +210,8 @@ std::vector<Bucket> MakeBuckets(const ModelSpec& model,
     b.pool_page =
         attention ? AttentionPage(layer, page_tokens) : layer.state_bytes;
     b.slot_page = b.pool_page;
-    b.data = attention ? page_tokens * (layer.record + layer.tail)
+    b.data = attention ? SaturatingMul(page_tokens,
+                                       SaturatingAdd(layer.record, layer.tail))
                        : layer.state_bytes;
     if (attention) coupled_page = b.pool_page;
     b.blocks_per_request = BlocksPerRequest(

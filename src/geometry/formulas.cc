@@ -1,17 +1,31 @@
 #include <algorithm>
 
 #include "check.h"
-#include "geometry/text.h"
+#include "geometry/arith.h"
 #include "hkv/cache_manager.h"
 #include "hkv/geometry.h"
+#include "text.h"
 
 namespace hkv {
 namespace {
 
 using internal::Cat;
+using internal::CeilDiv;
+using internal::SaturatingAdd;
+using internal::SaturatingMul;
 
-std::uint64_t CeilDiv(std::uint64_t a, std::uint64_t b) {
-  return (a + b - 1) / b;
+std::string Shape(const StateTensor& tensor) {
+  std::string text = "[";
+  for (std::size_t d = 0; d < tensor.shape.size(); ++d) {
+    text += Cat(d > 0 ? ", " : "", tensor.shape[d]);
+  }
+  return text + "]";
+}
+
+tl::unexpected<Error> TooLarge(const StateTensor& tensor) {
+  return Fail(ErrorCode::kInvalidArgument,
+              Cat("a state tensor of shape ", Shape(tensor), " x ",
+                  tensor.dtype_bytes, " B exceeds 2^64 - 1 B"));
 }
 
 Result<std::uint64_t> TensorBytes(const StateTensor& tensor, std::uint32_t tp,
@@ -26,8 +40,12 @@ Result<std::uint64_t> TensorBytes(const StateTensor& tensor, std::uint32_t tp,
   }
   std::uint64_t bytes = tensor.dtype_bytes;
   for (std::size_t d = 0; d < tensor.shape.size(); ++d) {
-    std::uint64_t extent = tensor.shape[d];
-    if (d == 0 && tensor.speculative_rows) extent += speculative_tokens;
+    std::optional<std::uint64_t> rows = tensor.shape[d];
+    if (d == 0 && tensor.speculative_rows) {
+      rows = internal::CheckedAdd(*rows, speculative_tokens);
+    }
+    if (!rows) return TooLarge(tensor);
+    std::uint64_t extent = *rows;
     if (tensor.tp_dim && *tensor.tp_dim == d) {
       if (extent % tp != 0) {
         return Fail(ErrorCode::kInvalidArgument,
@@ -36,7 +54,10 @@ Result<std::uint64_t> TensorBytes(const StateTensor& tensor, std::uint32_t tp,
       }
       extent /= tp;
     }
-    bytes *= extent;
+    const std::optional<std::uint64_t> product =
+        internal::CheckedMul(bytes, extent);
+    if (!product) return TooLarge(tensor);
+    bytes = *product;
   }
   return bytes;
 }
@@ -45,15 +66,16 @@ Result<std::uint64_t> TensorBytes(const StateTensor& tensor, std::uint32_t tp,
 
 std::uint64_t RoundUp(std::uint64_t x, std::uint64_t multiple) {
   if (multiple == 0) return x;
-  return CeilDiv(x, multiple) * multiple;
+  return SaturatingMul(CeilDiv(x, multiple), multiple);
 }
 
 std::uint64_t AttentionBytesPerToken(std::uint32_t heads,
                                      std::uint32_t head_size,
                                      std::uint32_t head_size_v,
                                      std::uint32_t dtype_bytes) {
-  return std::uint64_t{heads} * (std::uint64_t{head_size} + head_size_v) *
-         dtype_bytes;
+  return SaturatingMul(
+      SaturatingMul(heads, std::uint64_t{head_size} + head_size_v),
+      dtype_bytes);
 }
 
 Result<std::uint32_t> KvHeadsPerRank(std::uint32_t heads, std::uint32_t tp) {
@@ -65,9 +87,10 @@ Result<std::uint32_t> KvHeadsPerRank(std::uint32_t heads, std::uint32_t tp) {
 }
 
 std::uint64_t MlaPageBytes(const MlaPage& page) {
-  return RoundUp(page.block * page.record_bytes_per_token,
-                 page.record_alignment) +
-         page.block * page.tail_bytes_per_token;
+  return SaturatingAdd(
+      RoundUp(SaturatingMul(page.block, page.record_bytes_per_token),
+              page.record_alignment),
+      SaturatingMul(page.block, page.tail_bytes_per_token));
 }
 
 Result<std::uint64_t> StateBytes(const std::vector<StateTensor>& tensors,
@@ -77,17 +100,25 @@ Result<std::uint64_t> StateBytes(const std::vector<StateTensor>& tensors,
   for (const StateTensor& tensor : tensors) {
     Result<std::uint64_t> bytes = TensorBytes(tensor, tp, speculative_tokens);
     if (!bytes) return bytes;
-    total += *bytes;
+    const std::optional<std::uint64_t> sum =
+        internal::CheckedAdd(total, *bytes);
+    if (!sum) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "a recurrent state's tensors exceed 2^64 - 1 B together");
+    }
+    total = *sum;
   }
   return total;
 }
 
-std::uint32_t CoupledAttentionBlock(const CoupledBlockInput& input) {
+std::uint64_t CoupledAttentionBlock(const CoupledBlockInput& input) {
   const std::uint64_t align = std::max(input.kernel_block, input.block);
-  const std::uint64_t per_align = align * input.attention_bytes_per_token;
+  const std::uint64_t per_align =
+      SaturatingMul(align, input.attention_bytes_per_token);
+  if (per_align == 0) return align;  // no attention bytes to grow
   const std::uint64_t multiples =
       std::max<std::uint64_t>(1, CeilDiv(input.state_bytes, per_align));
-  return internal::CheckedCount(align * multiples, "coupled attention block");
+  return SaturatingMul(align, multiples);
 }
 
 Result<std::uint32_t> AutoBlock(const AutoBlockInput& input) {
@@ -110,6 +141,7 @@ Result<std::uint32_t> AutoBlock(const AutoBlockInput& input) {
 std::uint64_t BlocksPerRequest(const RequestBlocksInput& in) {
   // The cache manager's own bound (spec §9 item 13: sizing and admission
   // must not drift apart); the draft's tokens ride with the in-flight ones.
+  HKV_REQUIRE(in.block > 0, "BlocksPerRequest: block must be at least 1 token");
   GroupSpec group{.block_size = in.block};
   switch (in.kind) {
     case LayerKind::kFullAttention:
@@ -158,7 +190,7 @@ std::vector<std::uint32_t> UniformGroupCounts(
   std::vector<std::uint32_t> counts;
   counts.reserve(bucket_layers.size());
   for (const std::uint32_t layers : bucket_layers) {
-    counts.push_back((layers + size - 1) / size);
+    counts.push_back(static_cast<std::uint32_t>(CeilDiv(layers, size)));
   }
   return counts;
 }

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "geometry/arith.h"
-#include "geometry/text.h"
 #include "hkv/geometry.h"
+#include "text.h"
 
 namespace hkv::internal {
 namespace {
@@ -56,8 +56,9 @@ Grouping Measure(const ModelSpec& model, const std::vector<Bucket>& buckets,
   Grouping g{.groups = std::move(groups)};
   for (const GroupLayers& group : g.groups) {
     const Bucket& b = buckets[group.bucket];
-    g.stride = std::max(g.stride, group.layers * b.slot_page);
-    g.blocks_per_request += b.blocks_per_request;
+    g.stride = std::max(g.stride, SaturatingMul(group.layers, b.slot_page));
+    g.blocks_per_request =
+        SaturatingAdd(g.blocks_per_request, b.blocks_per_request);
   }
   if (model.layout == Layout::kSplit) {
     g.stride = RoundUp(g.stride, model.stride_alignment);

@@ -2,15 +2,18 @@
 #include "hkv/model.h"
 
 #include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "geometry/presets.h"
-#include "geometry/text.h"
+#include "hkv/limits.h"
+#include "text.h"
 
 namespace hkv {
 namespace {
 
 using internal::Cat;
+using internal::Str;
 using Json = nlohmann::json;
 
 constexpr struct {
@@ -55,8 +58,21 @@ std::string LayerProblem(const LayerSpec& layer) {
     if (tensor.shape.empty() || tensor.dtype_bytes == 0) {
       return "a state tensor needs a shape and a dtype";
     }
+    if (std::find(tensor.shape.begin(), tensor.shape.end(), 0u) !=
+        tensor.shape.end()) {
+      return "a state tensor's dimensions must be positive";
+    }
   }
   return {};
+}
+
+// Layers of the model and its draft, which the planner sums per bucket.
+std::uint64_t TotalLayers(const ModelSpec& model) {
+  std::uint64_t total = 0;
+  for (const auto* layers : {&model.layers, &model.draft.layers}) {
+    for (const LayerSpec& layer : *layers) total += layer.count;
+  }
+  return total;
 }
 
 Result<void> ValidateLayers(const std::vector<LayerSpec>& layers,
@@ -71,80 +87,152 @@ Result<void> ValidateLayers(const std::vector<LayerSpec>& layers,
   return {};
 }
 
-std::uint32_t DtypeBytes(const Json& value) {
-  const std::string name = value.get<std::string>();
+// Where a value sits in the file, for messages: "layers[2].count".
+std::string Field(std::string_view parent, std::string_view key) {
+  return parent.empty() ? std::string(key) : Cat(parent, ".", key);
+}
+std::string Element(std::string_view array, std::size_t index) {
+  return Cat(array, "[", index, "]");
+}
+
+[[noreturn]] void Bad(std::string_view field, std::string_view problem) {
+  throw std::invalid_argument(field.empty() ? Str(problem)
+                                            : Cat(field, ": ", problem));
+}
+
+// "a number", "a list", ...: what a value is, for messages.
+std::string Kind(const Json& value) {
+  if (value.is_number()) return "a number";
+  if (value.is_array()) return "a list";
+  if (value.is_object()) return "an object";
+  if (value.is_string()) return "a string";
+  if (value.is_boolean()) return "a boolean";
+  return "null";
+}
+
+// A JSON number that is an integer in [0, max of T]; anything else (a
+// negative or fractional number, one beyond T, another JSON type) is an
+// error naming the field, before any conversion could wrap or be undefined.
+// (The parser itself refuses NaN, infinities and numbers beyond a double.)
+template <typename T>
+T Unsigned(const Json& value, std::string_view field) {
+  constexpr std::uint64_t kMax = std::numeric_limits<T>::max();
+  const std::string want = Cat("must be an integer from 0 to ", kMax, ", got ");
+  if (value.is_number_unsigned()) {
+    const auto n = value.get<std::uint64_t>();
+    if (n > kMax) Bad(field, want + value.dump());
+    return static_cast<T>(n);
+  }
+  Bad(field, want + (value.is_number() ? value.dump() : Kind(value)));
+}
+
+const std::string& Text(const Json& value, std::string_view field) {
+  if (!value.is_string()) Bad(field, "must be a string, got " + Kind(value));
+  return value.get_ref<const std::string&>();
+}
+
+bool Flag(const Json& value, std::string_view field) {
+  if (!value.is_boolean()) {
+    Bad(field, "must be true or false, got " + Kind(value));
+  }
+  return value.get<bool>();
+}
+
+const Json& Object(const Json& value, std::string_view field) {
+  if (!value.is_object()) Bad(field, "must be an object, got " + Kind(value));
+  return value;
+}
+
+const Json& Array(const Json& value, std::string_view field) {
+  if (!value.is_array()) Bad(field, "must be a list, got " + Kind(value));
+  return value;
+}
+
+std::uint32_t DtypeBytes(const Json& value, std::string_view field) {
+  const std::string& name = Text(value, field);
   if (name == "fp32") return 4;
   if (name == "bf16" || name == "fp16") return 2;
   if (name == "fp8") return 1;
-  throw std::invalid_argument("unknown dtype \"" + name + "\"");
+  Bad(field, "unknown dtype \"" + name + "\" (fp32, bf16, fp16, fp8)");
 }
 
-LayerKind KindOf(const std::string& name) {
+LayerKind KindOf(const Json& value, std::string_view field) {
+  const std::string& name = Text(value, field);
   for (const auto& entry : kKindNames) {
     if (entry.name == name) return entry.kind;
   }
-  throw std::invalid_argument("unknown layer kind \"" + name + "\"");
+  Bad(field, "unknown layer kind \"" + name + "\"");
 }
 
-StateTensor TensorFromJson(const Json& j) {
+StateTensor TensorFromJson(const Json& j, const std::string& where) {
   StateTensor t;
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& [key, value] : Object(j, where).items()) {
+    const std::string field = Field(where, key);
     if (key == "shape") {
-      t.shape = value.get<std::vector<std::uint64_t>>();
+      for (const Json& extent : Array(value, field)) {
+        t.shape.push_back(
+            Unsigned<std::uint64_t>(extent, Element(field, t.shape.size())));
+      }
     } else if (key == "dtype") {
-      t.dtype_bytes = DtypeBytes(value);
+      t.dtype_bytes = DtypeBytes(value, field);
     } else if (key == "tp_dim") {
-      t.tp_dim = value.get<std::uint32_t>();
+      t.tp_dim = Unsigned<std::uint32_t>(value, field);
     } else if (key == "speculative_rows") {
-      t.speculative_rows = value.get<bool>();
+      t.speculative_rows = Flag(value, field);
     } else {
-      throw std::invalid_argument("unknown state tensor field \"" + key + "\"");
+      Bad(where, "unknown state tensor field \"" + key + "\"");
     }
   }
   return t;
 }
 
+// The layer field's member, for the plain numbers.
+std::uint32_t* Count32(LayerSpec& l, const std::string& key) {
+  if (key == "count") return &l.count;
+  if (key == "kv_heads") return &l.num_kv_heads;
+  if (key == "head_size") return &l.head_size;
+  if (key == "head_size_v") return &l.head_size_v;
+  if (key == "window") return &l.window;
+  if (key == "chunk") return &l.chunk;
+  return nullptr;
+}
+std::uint64_t* Count64(LayerSpec& l, const std::string& key) {
+  if (key == "record_bytes_per_token") return &l.record_bytes_per_token;
+  if (key == "tail_bytes_per_token") return &l.tail_bytes_per_token;
+  if (key == "record_alignment") return &l.record_alignment;
+  if (key == "state_bytes") return &l.state_bytes;
+  return nullptr;
+}
+
 // One field of a layer object; false when `key` is unknown.
-bool SetLayerField(LayerSpec& l, const std::string& key, const Json& value) {
-  if (key == "kind") {
-    l.kind = KindOf(value.get<std::string>());
-  } else if (key == "count") {
-    l.count = value.get<std::uint32_t>();
-  } else if (key == "kv_heads") {
-    l.num_kv_heads = value.get<std::uint32_t>();
-  } else if (key == "head_size") {
-    l.head_size = value.get<std::uint32_t>();
-  } else if (key == "head_size_v") {
-    l.head_size_v = value.get<std::uint32_t>();
+bool SetLayerField(LayerSpec& l, const std::string& key, const Json& value,
+                   const std::string& field) {
+  if (std::uint32_t* n = Count32(l, key)) {
+    *n = Unsigned<std::uint32_t>(value, field);
+  } else if (std::uint64_t* m = Count64(l, key)) {
+    *m = Unsigned<std::uint64_t>(value, field);
+  } else if (key == "kind") {
+    l.kind = KindOf(value, field);
   } else if (key == "dtype") {
-    l.dtype_bytes = DtypeBytes(value);
-  } else if (key == "record_bytes_per_token") {
-    l.record_bytes_per_token = value.get<std::uint64_t>();
-  } else if (key == "tail_bytes_per_token") {
-    l.tail_bytes_per_token = value.get<std::uint64_t>();
-  } else if (key == "record_alignment") {
-    l.record_alignment = value.get<std::uint64_t>();
-  } else if (key == "window") {
-    l.window = value.get<std::uint32_t>();
-  } else if (key == "chunk") {
-    l.chunk = value.get<std::uint32_t>();
-  } else if (key == "state_bytes") {
-    l.state_bytes = value.get<std::uint64_t>();
+    l.dtype_bytes = DtypeBytes(value, field);
   } else if (key == "state") {
-    for (const Json& t : value) l.state.push_back(TensorFromJson(t));
+    for (const Json& t : Array(value, field)) {
+      l.state.push_back(TensorFromJson(t, Element(field, l.state.size())));
+    }
   } else {
     return false;
   }
   return true;
 }
 
-std::vector<LayerSpec> LayersFromJson(const Json& j) {
+std::vector<LayerSpec> LayersFromJson(const Json& j, const std::string& where) {
   std::vector<LayerSpec> layers;
-  for (const Json& item : j) {
+  for (const Json& item : Array(j, where)) {
+    const std::string at = Element(where, layers.size());
     LayerSpec layer;
-    for (const auto& [key, value] : item.items()) {
-      if (!SetLayerField(layer, key, value)) {
-        throw std::invalid_argument("unknown layer field \"" + key + "\"");
+    for (const auto& [key, value] : Object(item, at).items()) {
+      if (!SetLayerField(layer, key, value, Field(at, key))) {
+        Bad(at, "unknown layer field \"" + key + "\"");
       }
     }
     layers.push_back(std::move(layer));
@@ -154,37 +242,39 @@ std::vector<LayerSpec> LayersFromJson(const Json& j) {
 
 DraftSpec DraftFromJson(const Json& j) {
   DraftSpec d;
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& [key, value] : Object(j, "draft").items()) {
+    const std::string field = Field("draft", key);
     if (key == "speculative_tokens") {
-      d.speculative_tokens = value.get<std::uint32_t>();
+      d.speculative_tokens = Unsigned<std::uint32_t>(value, field);
     } else if (key == "layers") {
-      d.layers = LayersFromJson(value);
+      d.layers = LayersFromJson(value, field);
     } else {
-      throw std::invalid_argument("unknown draft field \"" + key + "\"");
+      Bad("draft", "unknown draft field \"" + key + "\"");
     }
   }
   return d;
 }
 
-Layout LayoutOf(const std::string& name) {
+Layout LayoutOf(const Json& value) {
+  const std::string& name = Text(value, "layout");
   if (name == "coupled") return Layout::kCoupled;
   if (name == "split") return Layout::kSplit;
-  throw std::invalid_argument("unknown layout \"" + name + "\"");
+  Bad("layout", "unknown layout \"" + name + "\" (coupled, split)");
 }
 
 ModelSpec ModelFromJson(const Json& j) {
   ModelSpec m;
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& [key, value] : Object(j, "").items()) {
     if (key == "name") {
-      m.name = value.get<std::string>();
+      m.name = Text(value, key);
     } else if (key == "layout") {
-      m.layout = LayoutOf(value.get<std::string>());
+      m.layout = LayoutOf(value);
     } else if (key == "stride_alignment") {
-      m.stride_alignment = value.get<std::uint64_t>();
+      m.stride_alignment = Unsigned<std::uint64_t>(value, key);
     } else if (key == "kernel_block") {
-      m.kernel_block = value.get<std::uint32_t>();
+      m.kernel_block = Unsigned<std::uint32_t>(value, key);
     } else if (key == "layers") {
-      m.layers = LayersFromJson(value);
+      m.layers = LayersFromJson(value, key);
     } else if (key == "draft") {
       m.draft = DraftFromJson(value);
     } else if (key != "description" && key != "source" && key != "licence") {
@@ -203,6 +293,13 @@ Result<void> ModelSpec::Validate() const {
   if (kernel_block == 0) {
     return Fail(ErrorCode::kInvalidArgument,
                 "model " + name + ": kernel_block must be positive");
+  }
+  if (const std::uint64_t total = TotalLayers(*this); total > kMaxModelLayers) {
+    return Fail(ErrorCode::kInvalidArgument,
+                Cat("model ", name, ": ", total,
+                    " layers (counts summed, draft included) exceed the "
+                    "limit of ",
+                    kMaxModelLayers));
   }
   if (Result<void> ok = ValidateLayers(layers, "model " + name); !ok) {
     return ok;

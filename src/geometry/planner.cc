@@ -4,11 +4,13 @@
 #include <charconv>
 #include <numeric>
 
+#include "check.h"
 #include "geometry/arith.h"
 #include "geometry/buckets.h"
 #include "geometry/grouping.h"
-#include "geometry/text.h"
 #include "hkv/geometry.h"
+#include "hkv/limits.h"
+#include "text.h"
 
 namespace hkv {
 namespace {
@@ -18,6 +20,7 @@ using internal::Cat;
 using internal::GroupingResult;
 using internal::GroupLayers;
 using internal::MulDiv;
+using internal::SaturatingAdd;
 using internal::SaturatingMul;
 
 // The scheduler block, hash unit and alignment of spec §5.2 and §4.5.
@@ -43,7 +46,7 @@ Result<HitRules> ResolveHits(const std::vector<Bucket>& buckets,
     }
     return HitRules{block, block, false};
   }
-  HitRules rules{.scheduler_block = 1};
+  std::uint64_t scheduler_block = 1;
   bool recurrent = false;
   bool coarser = false;
   bool fine_capable = true;
@@ -54,7 +57,13 @@ Result<HitRules> ResolveHits(const std::vector<Bucket>& buckets,
           Cat("hash unit ", unit, " does not divide the ",
               LayerKindName(b.kind), " block of ", b.block_tokens, " tokens"));
     }
-    rules.scheduler_block = std::lcm(rules.scheduler_block, b.block_tokens);
+    // Blocks are below 2^32 tokens, so one step's lcm fits 64 bits.
+    scheduler_block = std::lcm(scheduler_block, std::uint64_t{b.block_tokens});
+    if (scheduler_block > 0xffffffffu) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  Cat("the groups' blocks have a least common multiple (the "
+                      "scheduler block) above 2^32 - 1 tokens"));
+    }
     if (b.kind == LayerKind::kRecurrent) {
       recurrent = true;
       coarser |= dcp == 1 ? b.block_tokens > unit : b.block_tokens >= unit;
@@ -63,6 +72,8 @@ Result<HitRules> ResolveHits(const std::vector<Bucket>& buckets,
     }
     fine_capable &= b.block_tokens == unit || FineCapable(b.kind);
   }
+  HitRules rules{.scheduler_block =
+                     static_cast<std::uint32_t>(scheduler_block)};
   rules.partial_hits = recurrent && coarser && fine_capable;
   rules.hit_unit = rules.partial_hits ? unit : rules.scheduler_block;
   return rules;
@@ -73,30 +84,38 @@ std::vector<GroupPlan> GroupPlans(const std::vector<Bucket>& buckets,
   std::vector<GroupPlan> plans;
   for (const GroupLayers& g : grouping.groups) {
     const Bucket& b = buckets[g.bucket];
-    const std::uint64_t data = g.layers * b.data;
-    plans.push_back({.kind = b.kind,
-                     .draft = b.draft,
-                     .num_layers = g.layers,
-                     .block_tokens = b.block_tokens,
-                     .slot_bytes = g.layers * b.slot_page,
-                     .data_bytes = data,
-                     .waste_bytes = grouping.stride - data,
-                     .blocks_per_request = b.blocks_per_request,
-                     .pool_page_bytes = g.layers * b.pool_page});
+    const std::uint64_t data = SaturatingMul(g.layers, b.data);
+    plans.push_back(
+        {.kind = b.kind,
+         .draft = b.draft,
+         .num_layers = g.layers,
+         .block_tokens = b.block_tokens,
+         .slot_bytes = SaturatingMul(g.layers, b.slot_page),
+         .data_bytes = data,
+         .waste_bytes = grouping.stride - std::min(grouping.stride, data),
+         .blocks_per_request = b.blocks_per_request,
+         .pool_page_bytes = SaturatingMul(g.layers, b.pool_page)});
   }
   return plans;
 }
 
-// The shared pool (spec §5.4, §5.5, §5.7).
-Result<void> FillShared(const PlanOptions& options, Plan& plan) {
+// The shared pool (spec §5.4, §5.5, §5.7). Figures that saturated exceed
+// every budget, so they end here as infeasible.
+Result<void> FillShared(const ModelSpec& model, const PlanOptions& options,
+                        Plan& plan) {
   const std::uint64_t stride = plan.stride_bytes;
+  HKV_DCHECK(stride > 0);  // validated models have no empty pages
   const std::uint64_t blocks = options.budget_bytes / stride;
   if (blocks < 2) {
+    const bool aligned =
+        model.layout == Layout::kSplit && model.stride_alignment > 0;
     return Fail(ErrorCode::kInfeasible,
                 Cat("the budget of ", options.budget_bytes, " B holds ", blocks,
-                    " block(s) of ", stride,
-                    " B (the stride) and one is the null block: no room "
-                    "for a request"));
+                    " block(s) of ", stride, " B (the stride",
+                    aligned ? Cat(", rounded up to stride_alignment ",
+                                  model.stride_alignment)
+                            : std::string(),
+                    ") and one is the null block: no room for a request"));
   }
   const std::uint64_t per_request = plan.shared.blocks_per_request;
   if (plan.cost_bytes > options.budget_bytes - stride) {
@@ -109,7 +128,8 @@ Result<void> FillShared(const PlanOptions& options, Plan& plan) {
   }
   std::uint64_t wasted = 0;  // per request, bytes
   for (const GroupPlan& g : plan.groups) {
-    wasted += g.blocks_per_request * g.waste_bytes;
+    wasted = SaturatingAdd(wasted,
+                           SaturatingMul(g.blocks_per_request, g.waste_bytes));
   }
   plan.shared.blocks = blocks;
   plan.shared.concurrency = (blocks - 1) / per_request;
@@ -127,8 +147,10 @@ void FillPerGroup(const PlanOptions& options, Plan& plan) {
   std::uint64_t need = 0;  // bytes per request
   std::uint64_t data = 0;
   for (const GroupPlan& g : plan.groups) {
-    need += g.blocks_per_request * g.pool_page_bytes;
-    data += g.blocks_per_request * g.data_bytes;
+    need = SaturatingAdd(
+        need, SaturatingMul(g.blocks_per_request, g.pool_page_bytes));
+    data =
+        SaturatingAdd(data, SaturatingMul(g.blocks_per_request, g.data_bytes));
     plan.null_bytes = std::max(plan.null_bytes, g.pool_page_bytes);
   }
   const std::uint64_t available = options.budget_bytes - plan.null_bytes;
@@ -189,11 +211,14 @@ Result<void> PlanOptions::Validate() const {
                 "tp, dcp, budget, context and batched tokens must be "
                 "positive");
   }
-  if (context_tokens >= (std::uint64_t{1} << 32) ||
-      budget_bytes >= (std::uint64_t{1} << 52)) {
+  if (context_tokens > kMaxTokensPerRequest) {
     return Fail(ErrorCode::kInvalidArgument,
-                Cat("context ", context_tokens, " or budget ", budget_bytes,
-                    " B out of range (context < 2^32, budget < 2^52)"));
+                Cat("context ", context_tokens, " tokens exceeds the limit of ",
+                    kMaxTokensPerRequest, " tokens per request"));
+  }
+  if (budget_bytes >= (std::uint64_t{1} << 52)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                Cat("budget ", budget_bytes, " B out of range (below 2^52)"));
   }
   return {};
 }
@@ -233,7 +258,7 @@ Result<Plan> PlanCapacity(const ModelSpec& model, const Geometry& geometry,
   plan.baseline_stride_bytes = grouping->baseline.stride;
   plan.baseline_cost_bytes = grouping->baseline.cost;
   plan.shared.blocks_per_request = grouping->chosen.blocks_per_request;
-  if (Result<void> ok = FillShared(options, plan); !ok) {
+  if (Result<void> ok = FillShared(model, options, plan); !ok) {
     return tl::unexpected(ok.error());
   }
   FillPerGroup(options, plan);

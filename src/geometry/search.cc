@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <tuple>
 
-#include "geometry/text.h"
 #include "hkv/planner.h"
+#include "text.h"
 
 namespace hkv {
 namespace {

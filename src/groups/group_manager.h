@@ -198,8 +198,10 @@ class GroupManager {
   std::uint32_t SkippedBlocks(std::uint32_t num_computed) const {
     return SkippedTokens(num_computed) / geometry_.block_size;
   }
+  // ceil(num_tokens / b), without the sum that wraps near 2^32.
   std::uint32_t BlocksFor(std::uint32_t num_tokens) const {
-    return (num_tokens + geometry_.block_size - 1) / geometry_.block_size;
+    const std::uint32_t b = geometry_.block_size;
+    return num_tokens / b + (num_tokens % b != 0 ? 1 : 0);
   }
   // Looks `key` up in every member group: false unless all have it, else
   // `found[m]` is member m's first-inserted block.

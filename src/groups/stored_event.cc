@@ -1,5 +1,7 @@
 #include "groups/stored_event.h"
 
+#include "check.h"
+
 namespace hkv::internal {
 namespace {
 
@@ -73,9 +75,14 @@ BlockStored StoredEvent(const Request& request, const StoredRun& run) {
 std::vector<BlockStored> ReuseEvents(const Request& request,
                                      const ReusedBlocks& reused,
                                      const BlockPool& pool) {
+  // A group that caches nothing (recurrent "none", scratch) has no blocks
+  // in any hit, whatever its length: nothing of it is reused. Every other
+  // group's list covers the hit (CheckHitShape).
+  if (reused.blocks.empty()) return {};
   const GroupGeometry& geometry = reused.geometry;
   const std::uint32_t b = geometry.block_size;
   const std::uint32_t full = reused.num_tokens / b;
+  HKV_DCHECK(reused.blocks.size() >= full);
   std::vector<BlockStored> events;
   std::uint32_t run_start = 0;
   for (std::uint32_t i = 0; i <= full; ++i) {

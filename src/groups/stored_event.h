@@ -31,7 +31,8 @@ struct StoredRun {
 BlockStored StoredEvent(const Request& request, const StoredRun& run);
 
 // One group's blocks of a hit the request adopts (index-aligned with its
-// block table, null where the group needs nothing).
+// block table, null where the group needs nothing; empty for a group that
+// caches nothing).
 struct ReusedBlocks {
   std::span<const BlockId> blocks;
   std::uint32_t num_tokens = 0;  // the hit

@@ -1,12 +1,13 @@
 #include "hkv/cost_model.h"
 
-#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 
 #include "check.h"
 #include "hkv/deployment.h"
+#include "hkv/limits.h"
+#include "number_text.h"
 
 namespace hkv {
 namespace {
@@ -32,11 +33,11 @@ double* Find(CostModel& model, std::string_view key) {
 }
 
 Result<void> CheckValue(std::string_view key, double value) {
-  if (!std::isfinite(value) || value < 0.0) {
+  if (!(value >= 0.0 && value <= kMaxInputSeconds)) {
     return Fail(ErrorCode::kInvalidArgument,
-                "cost coefficient " + std::string(key) +
-                    " must be a finite number >= 0, got " +
-                    std::to_string(value));
+                "cost coefficient " + std::string(key) + " must be in [0, " +
+                    internal::ShortNumber(kMaxInputSeconds) + "] s, got " +
+                    internal::ShortNumber(value));
   }
   return {};
 }
@@ -139,8 +140,15 @@ Result<void> SetCostCoefficient(CostModel& model, std::string_view key,
 }
 
 Result<CostModel> ApplyCostJson(CostModel model, std::string_view json_text) {
-  const nlohmann::json doc =
-      nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    // Syntax errors name line and column; numbers beyond a double ("1e400")
+    // the number.
+    return Fail(ErrorCode::kInvalidArgument,
+                "cost model file is not valid JSON: " + std::string(e.what()));
+  }
   if (!doc.is_object()) {
     return Fail(ErrorCode::kInvalidArgument,
                 "cost model file is not a JSON object");

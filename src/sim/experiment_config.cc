@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,45 +12,43 @@
 #include "hkv/experiment.h"
 #include "hkv/group_list.h"
 #include "hkv/keys.h"
+#include "hkv/limits.h"
 #include "sim/experiment_util.h"
+#include "sim/numbers.h"
 
 namespace hkv {
 namespace {
 
 using internal::KeyValues;
+using internal::Named;
 using internal::ParseKeyValues;
+using internal::ReadSmallFile;
 using internal::TakeNumber;
-
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Fail(ErrorCode::kIoError, "cannot open " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 Result<CostModel> CostFromFlags(const ExperimentOptions& o) {
   Result<CostModel> cost = CostModelPreset(o.cost_model);
-  if (!cost) return cost;
+  if (!cost) return Named("--cost-model", cost.error());
   if (!o.cost_file.empty()) {
-    Result<std::string> text = ReadFile(o.cost_file);
-    if (!text) return tl::unexpected(text.error());
+    Result<std::string> text = ReadSmallFile(o.cost_file, kMaxConfigFileBytes);
+    if (!text) return Named("--cost-file", text.error());
     cost = ApplyCostJson(std::move(*cost), *text);
-    if (!cost) return cost;
+    if (!cost) return Named("--cost-file " + o.cost_file, cost.error());
   }
   for (const std::string& item : o.cost) {
     const std::size_t eq = item.find('=');
-    char* end = nullptr;
-    const double value = eq == std::string::npos
-                             ? 0.0
-                             : std::strtod(item.c_str() + eq + 1, &end);
-    if (eq == std::string::npos || end == item.c_str() + eq + 1 || *end != 0) {
+    double value = 0.0;
+    const char* end = item.data() + item.size();
+    const bool number =
+        eq != std::string::npos &&
+        std::from_chars(item.data() + eq + 1, end, value).ptr == end &&
+        eq + 1 < item.size();
+    if (!number) {
       return Fail(ErrorCode::kInvalidArgument,
                   "--cost wants KEY=NUMBER, got \"" + item + "\"");
     }
     if (Result<void> ok = SetCostCoefficient(*cost, item.substr(0, eq), value);
         !ok) {
-      return tl::unexpected(ok.error());
+      return Named("--cost " + item, ok.error());
     }
   }
   return cost;
@@ -69,48 +65,74 @@ std::uint64_t BlocksForCapacity(const std::vector<GroupSpec>& groups,
 std::uint32_t SmallestBlock(const std::vector<GroupSpec>& groups,
                             std::uint32_t dcp) {
   std::uint64_t unit = std::numeric_limits<std::uint32_t>::max();
-  for (const GroupSpec& g : groups)
+  for (const GroupSpec& g : groups) {
     unit = std::min(unit, TokensPerBlock(g, dcp));
+  }
   return static_cast<std::uint32_t>(unit);
 }
 
+// The pool of an explicit cache: where each field came from, for errors
+// (a flag, or a --config spec's key).
 struct CacheFields {
-  std::string groups;
+  std::string groups = {};
   std::uint32_t hash_unit = 0;
-  std::optional<std::uint64_t> num_blocks;
-  std::optional<std::uint64_t> capacity_tokens;
+  std::optional<std::uint64_t> num_blocks = std::nullopt;
+  std::optional<std::uint64_t> capacity_tokens = std::nullopt;
+  // How errors name the fields: a flag and a space, or a key and '='.
+  std::string groups_name = "--groups ";
+  std::string blocks_name = "--num-blocks ";
+  std::string capacity_name = "--capacity-tokens ";
 };
+
+Result<std::uint32_t> UsableBlocks(const CacheFields& f,
+                                   const std::vector<GroupSpec>& groups,
+                                   std::uint32_t dcp) {
+  constexpr std::uint64_t kMax = kMaxPoolBlocks - 1;  // the null block
+  if (f.num_blocks) {
+    if (*f.num_blocks >= 1 && *f.num_blocks <= kMax) {
+      return static_cast<std::uint32_t>(*f.num_blocks);
+    }
+    return Fail(ErrorCode::kInvalidArgument,
+                f.blocks_name + std::to_string(*f.num_blocks) +
+                    " is not in [1, " + std::to_string(kMax) +
+                    "] (the limit of blocks per pool, null block excluded)");
+  }
+  if (!f.capacity_tokens) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "cache groups need --num-blocks or --capacity-tokens");
+  }
+  const std::uint64_t usable =
+      BlocksForCapacity(groups, dcp, *f.capacity_tokens);
+  if (usable >= 1 && usable <= kMax) return static_cast<std::uint32_t>(usable);
+  return Fail(ErrorCode::kInvalidArgument,
+              f.capacity_name + std::to_string(*f.capacity_tokens) + " gives " +
+                  std::to_string(usable) + " usable blocks, not in " + "[1, " +
+                  std::to_string(kMax) +
+                  "] (the limit of blocks per pool, null block excluded)");
+}
 
 Result<CacheConfig> CacheFromGroups(const CacheFields& f,
                                     const ExperimentOptions& o) {
   Result<std::vector<GroupSpec>> groups = ParseGroupList(f.groups);
-  if (!groups) return tl::unexpected(groups.error());
+  if (!groups) return Named(f.groups_name + f.groups, groups.error());
   Result<KeyFunction> key = ParseKeyFunction(o.key_function);
-  if (!key) return tl::unexpected(key.error());
-  std::uint64_t usable = 0;
-  if (f.num_blocks) {
-    usable = *f.num_blocks;
-  } else if (f.capacity_tokens) {
-    usable = BlocksForCapacity(*groups, o.dcp, *f.capacity_tokens);
-  } else {
-    return Fail(ErrorCode::kInvalidArgument,
-                "cache groups need --num-blocks or --capacity-tokens");
+  if (!key) return Named("--key-function", key.error());
+  if (Result<void> ok = CheckDcp(*groups, o.dcp); !ok) {
+    return tl::unexpected(ok.error());
   }
-  if (usable == 0 || usable >= std::numeric_limits<std::uint32_t>::max()) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "a pool of " + std::to_string(usable) +
-                    " usable blocks is empty or too large");
-  }
+  Result<std::uint32_t> usable = UsableBlocks(f, *groups, o.dcp);
+  if (!usable) return tl::unexpected(usable.error());
   const std::uint32_t unit =
       f.hash_unit != 0 ? f.hash_unit : SmallestBlock(*groups, o.dcp);
   CacheConfig config{.groups = std::move(*groups),
-                     .num_blocks = static_cast<std::uint32_t>(usable + 1),
+                     .num_blocks = *usable + 1,
                      .keys = {.function = *key, .hash_unit = unit},
                      .dcp = o.dcp,
                      .retention_interval = o.retention_interval,
                      .free_order = o.free_order};
-  if (Result<void> ok = config.Validate(); !ok)
+  if (Result<void> ok = config.Validate(); !ok) {
     return tl::unexpected(ok.error());
+  }
   return config;
 }
 
@@ -123,10 +145,31 @@ Result<SimConfig> ConfigOfGroups(const CacheFields& f,
 
 }  // namespace
 
+Result<void> CheckDcp(const std::vector<GroupSpec>& groups, std::uint32_t dcp) {
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const std::uint64_t tokens = TokensPerBlock(groups[g], dcp);
+    if (tokens > std::numeric_limits<std::uint32_t>::max()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "--dcp " + std::to_string(dcp) + ": group " +
+                      std::to_string(g) + "'s block of " +
+                      std::to_string(groups[g].block_size) + " tokens x " +
+                      std::to_string(dcp) + " = " + std::to_string(tokens) +
+                      " tokens exceeds 2^32 - 1");
+    }
+  }
+  return {};
+}
+
 Result<SimConfig> ConfigFromFlags(const ExperimentOptions& o) {
   if (o.groups.empty()) {
     Result<SimConfig> config = DeploymentConfig(o.geometry, o);
-    if (config && o.num_blocks) config->cache.num_blocks = *o.num_blocks + 1;
+    if (!config) return config;
+    if (o.num_blocks) {
+      Result<std::uint32_t> usable = UsableBlocks({.num_blocks = o.num_blocks},
+                                                  config->cache.groups, o.dcp);
+      if (!usable) return tl::unexpected(usable.error());
+      config->cache.num_blocks = *usable + 1;
+    }
     return config;
   }
   return ConfigOfGroups({.groups = o.groups,
@@ -145,12 +188,17 @@ Result<SimConfig> ConfigFromSpec(const std::string& spec,
   const std::string geometry = f.count("geometry") ? f["geometry"] : "";
   CacheFields cache{.groups = f.count("") ? f[""] : "",
                     .num_blocks = o.num_blocks,
-                    .capacity_tokens = o.capacity_tokens};
-  Result<std::uint64_t> unit = TakeNumber(f, "unit", o.hash_unit);
-  Result<std::uint64_t> blocks = TakeNumber(f, "blocks", 0);
-  Result<std::uint64_t> capacity = TakeNumber(f, "capacity", 0);
+                    .capacity_tokens = o.capacity_tokens,
+                    .groups_name = "groups ",
+                    .blocks_name = "blocks=",
+                    .capacity_name = "capacity="};
+  Result<std::uint64_t> unit = TakeNumber(
+      f, "unit", o.hash_unit, std::numeric_limits<std::uint32_t>::max());
+  Result<std::uint64_t> blocks = TakeNumber(f, "blocks", 0, kMaxPoolBlocks - 1);
+  Result<std::uint64_t> capacity =
+      TakeNumber(f, "capacity", 0, std::numeric_limits<std::uint64_t>::max());
   for (const auto* r : {&unit, &blocks, &capacity}) {
-    if (!*r) return tl::unexpected(r->error());
+    if (!*r) return Named("--config " + spec, r->error());
   }
   for (const char* key : {"label", "geometry", ""}) f.erase(key);
   if (!f.empty() || geometry.empty() == cache.groups.empty()) {
@@ -164,7 +212,7 @@ Result<SimConfig> ConfigFromSpec(const std::string& spec,
   if (*capacity != 0) cache.capacity_tokens = *capacity;
   Result<SimConfig> config = geometry.empty() ? ConfigOfGroups(cache, o)
                                               : DeploymentConfig(geometry, o);
-  if (!config) return tl::unexpected(config.error());
+  if (!config) return Named("--config " + spec, config.error());
   if (!geometry.empty() && *blocks != 0) {
     config->cache.num_blocks = static_cast<std::uint32_t>(*blocks + 1);
   }

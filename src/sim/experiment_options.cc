@@ -1,55 +1,149 @@
-// Option plumbing of the experiments (hkv/experiment.h): key=value lists
-// and --vary's settable options.
-#include <charconv>
-#include <cstdlib>
+// Option plumbing of the experiments (hkv/experiment.h): the ranges of the
+// numeric options (one table serves the CLI's validators, the Python
+// module's checks and --vary), and key=value lists.
+#include <algorithm>
+#include <cmath>
+#include <concepts>
+#include <limits>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "hkv/experiment.h"
+#include "hkv/limits.h"
 #include "sim/experiment_util.h"
+#include "sim/numbers.h"
 
 namespace hkv {
+namespace internal {
 namespace {
 
-// The flags --vary can set, each with its setter of a value >= 0.
-using Setter = void (*)(ExperimentOptions&, double);
-struct VariedFlag {
-  std::string_view name;
-  Setter set;
-};
-template <typename T>
-T As(double v) {
-  return static_cast<T>(v);
-}
-constexpr VariedFlag kVariedFlags[] = {
-    {"concurrency",
-     [](auto& o, double v) { o.concurrency = As<std::uint32_t>(v); }},
-    {"max-batched-tokens",
-     [](auto& o, double v) { o.max_batched_tokens = As<std::uint32_t>(v); }},
-    {"max-num-seqs",
-     [](auto& o, double v) { o.max_num_seqs = As<std::uint32_t>(v); }},
-    {"long-prefill-threshold",
-     [](auto& o, double v) {
-       o.long_prefill_threshold = As<std::uint32_t>(v);
-     }},
-    {"spec-drafts",
-     [](auto& o, double v) { o.spec_drafts = As<std::uint32_t>(v); }},
-    {"spec-acceptance", [](auto& o, double v) { o.spec_acceptance = v; }},
-    {"spec-lookahead",
-     [](auto& o, double v) { o.spec_lookahead = As<std::uint32_t>(v); }},
-    {"retention-interval",
-     [](auto& o, double v) { o.retention_interval = As<std::uint32_t>(v); }},
-    {"num-blocks",
-     [](auto& o, double v) { o.num_blocks = As<std::uint32_t>(v); }},
-    {"hash-unit",
-     [](auto& o, double v) { o.hash_unit = As<std::uint32_t>(v); }},
-    {"dcp", [](auto& o, double v) { o.dcp = As<std::uint32_t>(v); }},
-    {"tp", [](auto& o, double v) { o.tp = As<std::uint32_t>(v); }},
-    {"budget-gib", [](auto& o, double v) { o.budget_gib = v; }},
+constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
+constexpr std::uint64_t kU64 = std::numeric_limits<std::uint64_t>::max();
+
+using O = ExperimentOptions;
+
+const NumberFlag kNumberFlags[] = {
+    {"limit", &O::limit, 0, kU64},
+    {"time-scale", &O::time_scale, 0, 0, {0.0, kMaxInputSeconds, true}},
+    {"duration", &O::duration_s, 0, 0, {0.0, kMaxInputSeconds, true}},
+    {"hash-unit", &O::hash_unit, 0, kU32, {}, true},
+    {"num-blocks", &O::num_blocks, 1, kMaxPoolBlocks - 1, {}, true},
+    {"capacity-tokens", &O::capacity_tokens, 1, kU64},
+    {"dcp", &O::dcp, 1, kU32, {}, true},
+    {"retention-interval", &O::retention_interval, 0, kU32, {}, true},
+    {"tp", &O::tp, 1, kU32, {}, true},
+    // Up to a petabyte per rank: the budget in bytes fits 64 bits.
+    {"budget-gib", &O::budget_gib, 0, 0, {0.0, 1e6, true}, true},
+    {"max-batched-tokens", &O::max_batched_tokens, 1, kU32, {}, true},
+    {"max-num-seqs", &O::max_num_seqs, 1, kU32, {}, true},
+    {"long-prefill-threshold", &O::long_prefill_threshold, 0, kU32, {}, true},
+    {"concurrency", &O::concurrency, 1, kU32, {}, true},
+    {"spec-drafts", &O::spec_drafts, 0, kMaxTokensPerRequest, {}, true},
+    {"spec-acceptance", &O::spec_acceptance, 0, 0, {0.0, 1.0, false}, true},
+    {"spec-lookahead", &O::spec_lookahead, 0, kMaxTokensPerRequest, {}, true},
+    {"seed", &O::seed, 0, kU64},
 };
 
 }  // namespace
+
+std::span<const NumberFlag> NumberFlags() { return kNumberFlags; }
+
+}  // namespace internal
+namespace {
+
+using internal::KeyValues;
+using internal::NumberFlag;
+using internal::NumberText;
+using internal::ParseReal;
+using internal::ParseWhole;
+using internal::RangeText;
+using internal::RealRange;
+using O = ExperimentOptions;
+
+// Why `value` of `flag` is out of its range, or "" when it is in it.
+std::string Problem(const NumberFlag& flag, double value) {
+  const RealRange& r = flag.real;
+  const bool ok = std::isfinite(value) &&
+                  (r.min_excluded ? value > r.min : value >= r.min) &&
+                  value <= r.max;
+  return ok ? "" : NumberText(value) + " is not a number in " + RangeText(r);
+}
+template <std::unsigned_integral T>
+std::string Problem(const NumberFlag& flag, T value) {
+  const bool ok = value >= flag.min && value <= flag.max;
+  return ok ? ""
+            : std::to_string(value) + " is not a whole number in " +
+                  RangeText(flag.min, flag.max);
+}
+template <typename T>
+std::string Problem(const NumberFlag& flag, const std::optional<T>& value) {
+  return value ? Problem(flag, *value) : "";
+}
+
+// The number type of a field (its optional's value type).
+template <typename T>
+struct NumberOf {
+  using type = T;
+};
+template <typename T>
+struct NumberOf<std::optional<T>> {
+  using type = T;
+};
+
+// Sets `flag` in `o` from text, checked against its range.
+Result<void> Set(const NumberFlag& flag, O& o, const std::string& text) {
+  Result<double> real = 0.0;
+  Result<std::uint64_t> whole = 0;
+  if (flag.IsReal()) {
+    real = ParseReal(text, flag.real);
+    if (!real) return tl::unexpected(real.error());
+  } else {
+    whole = ParseWhole(text, flag.min, flag.max);
+    if (!whole) return tl::unexpected(whole.error());
+  }
+  std::visit(
+      [&](auto field) {
+        using T = typename NumberOf<
+            std::remove_reference_t<decltype(o.*field)>>::type;
+        if constexpr (std::is_same_v<T, double>) {
+          o.*field = *real;
+        } else {
+          o.*field = static_cast<T>(*whole);
+        }
+      },
+      flag.field);
+  return {};
+}
+
+}  // namespace
+
+Result<void> CheckSimOptions(const ExperimentOptions& o, OptionNames names) {
+  for (const NumberFlag& flag : internal::NumberFlags()) {
+    const std::string problem = std::visit(
+        [&](auto field) { return Problem(flag, o.*field); }, flag.field);
+    if (problem.empty()) continue;
+    std::string name(flag.name);
+    if (names == OptionNames::kPython) {
+      std::replace(name.begin(), name.end(), '-', '_');
+      if (name == "duration") name = "duration_s";
+    } else {
+      name = "--" + name;
+    }
+    return Fail(ErrorCode::kInvalidArgument, name + ": " + problem);
+  }
+  if (o.json && o.csv) {
+    return Fail(ErrorCode::kInvalidArgument,
+                names == OptionNames::kPython
+                    ? "json and csv exclude each other"
+                    : "--json and --csv exclude each other");
+  }
+  return {};
+}
 
 Result<void> SetSimOption(ExperimentOptions& options, std::string_view name,
                           const std::string& value) {
@@ -57,16 +151,12 @@ Result<void> SetSimOption(ExperimentOptions& options, std::string_view name,
     options.geometry = value;
     return {};
   }
-  for (const VariedFlag& flag : kVariedFlags) {
-    if (flag.name != name) continue;
-    char* end = nullptr;
-    const double v = std::strtod(value.c_str(), &end);
-    if (end == value.c_str() || *end != 0 || !(v >= 0.0) || v > 4e9) {
-      return Fail(ErrorCode::kInvalidArgument, "--vary " + std::string(name) +
-                                                   ": \"" + value +
-                                                   "\" is not a number >= 0");
+  for (const NumberFlag& flag : internal::NumberFlags()) {
+    if (flag.name != name || !flag.varied) continue;
+    if (Result<void> ok = Set(flag, options, value); !ok) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "--vary " + std::string(name) + ": " + ok.error().message);
     }
-    flag.set(options, v);
     return {};
   }
   return Fail(ErrorCode::kInvalidArgument,
@@ -102,18 +192,13 @@ Result<KeyValues> ParseKeyValues(std::string_view text, char separator) {
 }
 
 Result<std::uint64_t> TakeNumber(KeyValues& fields, const std::string& key,
-                                 std::uint64_t fallback) {
+                                 std::uint64_t fallback, std::uint64_t max) {
   auto it = fields.find(key);
   if (it == fields.end()) return fallback;
   const std::string text = std::move(it->second);
   fields.erase(it);
-  std::uint64_t value = 0;
-  const auto [end, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    return Fail(ErrorCode::kInvalidArgument,
-                key + "=" + text + " is not a whole number");
-  }
+  Result<std::uint64_t> value = ParseWhole(text, 0, max);
+  if (!value) return Named(key, value.error());
   return value;
 }
 

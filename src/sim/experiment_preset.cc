@@ -2,15 +2,19 @@
 // deployment preset's defaults under the flags, and the resolution of a
 // model, TP, budget and geometry into a cache through the planner.
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
 #include "hkv/experiment.h"
 #include "hkv/keys.h"
 #include "sim/experiment_util.h"
+#include "sim/numbers.h"
 
 namespace hkv {
 namespace {
+
+using internal::Named;
 
 constexpr double kGiB = 1073741824.0;
 // The measured deployment model-based runs default to.
@@ -73,10 +77,21 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
   // speculative states are kept.
   spec.speculative_tokens = o.spec_drafts;
   if (Result<void> ok = ParsePageGeometry(geometry, spec); !ok) {
-    return tl::unexpected(ok.error());
+    return Named("--geometry " + geometry, ok.error());
+  }
+  const std::uint64_t sharded = std::uint64_t{spec.target_block} * spec.dcp;
+  if (sharded > std::numeric_limits<std::uint32_t>::max()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--dcp " + std::to_string(spec.dcp) + ": the target block of " +
+                    std::to_string(spec.target_block) + " tokens x " +
+                    std::to_string(spec.dcp) + " = " + std::to_string(sharded) +
+                    " tokens exceeds 2^32 - 1");
   }
   Result<ResolvedDeployment> resolved = ResolveDeployment(spec);
-  if (!resolved) return tl::unexpected(resolved.error());
+  if (!resolved) {
+    return Named("--model " + spec.model + " at --geometry " + geometry,
+                 resolved.error());
+  }
   if (Result<KeyFunction> key = ParseKeyFunction(o.key_function); key) {
     resolved->cache.keys.function = *key;
   }

@@ -7,9 +7,12 @@
 #include <utility>
 
 #include "hkv/experiment.h"
+#include "sim/numbers.h"
 
 namespace hkv {
 namespace {
+
+using internal::Named;
 
 using Clock = std::chrono::steady_clock;
 
@@ -94,6 +97,10 @@ Result<std::vector<Variant>> Varied(const CompareOptions& options) {
                 "--vary wants NAME=V1,V2,... and at most one --config");
   }
   const std::string name = options.vary.substr(0, eq);
+  if (options.vary.size() == eq + 1) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--vary " + options.vary + " lists no values");
+  }
   std::vector<Variant> variants;
   std::stringstream values(options.vary.substr(eq + 1));
   for (std::string value; std::getline(values, value, ',');) {
@@ -101,11 +108,12 @@ Result<std::vector<Variant>> Varied(const CompareOptions& options) {
     if (Result<void> ok = SetSimOption(flags, name, value); !ok) {
       return tl::unexpected(ok.error());
     }
+    const std::string label = name + "=" + value;
     Result<SimConfig> config = options.configs.empty()
                                    ? ConfigFromFlags(flags)
                                    : ConfigFromSpec(options.configs[0], flags);
-    if (!config) return tl::unexpected(config.error());
-    config->label = name + "=" + value;
+    if (!config) return Named("--vary " + label, config.error());
+    config->label = label;
     variants.push_back({std::move(*config), std::move(flags)});
   }
   return variants;
@@ -136,6 +144,9 @@ Result<std::vector<Variant>> Configured(const CompareOptions& options,
 
 Result<SimRuns> RunSimulation(const ExperimentOptions& given,
                               const SimProgress& progress) {
+  if (Result<void> ok = CheckSimOptions(given, OptionNames::kFlag); !ok) {
+    return tl::unexpected(ok.error());
+  }
   ExperimentOptions options = given;
   DefaultToMeasured(options, false);
   if (Result<void> ok = ApplyPreset(options); !ok) {
@@ -148,6 +159,9 @@ Result<SimRuns> RunSimulation(const ExperimentOptions& given,
 
 Result<SimRuns> RunComparison(const CompareOptions& given,
                               const SimProgress& progress) {
+  if (Result<void> ok = CheckSimOptions(given.sim, OptionNames::kFlag); !ok) {
+    return tl::unexpected(ok.error());
+  }
   CompareOptions options = given;
   if (!options.vary.empty() && !options.geometries.empty()) {
     if (options.geometries.size() > 1) {

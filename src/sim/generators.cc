@@ -1,7 +1,12 @@
 // The seeded workload generators of hkv/workload.h.
+#include <algorithm>
+#include <string>
 #include <utility>
 
+#include "check.h"
+#include "hkv/limits.h"
 #include "hkv/workload.h"
+#include "number_text.h"
 #include "synthetic_tokens.h"
 
 namespace hkv {
@@ -15,6 +20,8 @@ class IdSource {
   std::uint64_t Next() {
     return internal::SplitMix64(base_ + counter_++) | (std::uint64_t{1} << 63);
   }
+  // Skips `n` ids, as if Next() ran n times.
+  void Skip(std::uint64_t n) { counter_ += n; }
 
  private:
   std::uint64_t base_;
@@ -30,15 +37,131 @@ SimRequest Make(IdSource& ids, std::vector<Segment> prompt,
           .output_id = ids.Next()};
 }
 
+using Limit = std::optional<std::size_t>;
+
+Result<void> Invalid(std::string message) {
+  return Fail(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+// The requests to make: `total`, cut to `limit`.
+std::uint64_t Wanted(std::uint64_t total, Limit limit) {
+  return limit ? std::min<std::uint64_t>(total, *limit) : total;
+}
+
+// `count` requests, `what` saying how they come about ("requests 5").
+Result<void> CheckCount(std::uint64_t count, const std::string& what) {
+  if (count <= kMaxRequestsPerWorkload) return {};
+  return Invalid(
+      what + ": " + std::to_string(count) + " requests exceed the limit of " +
+      std::to_string(kMaxRequestsPerWorkload) + " requests per workload");
+}
+
+// The longest request: `prompt` tokens named by `what`, then `output`.
+Result<void> CheckRequest(std::uint64_t prompt, std::uint64_t output,
+                          const std::string& what) {
+  if (prompt == 0) return Invalid(what + " must be at least 1 token, got 0");
+  if (output == 0) return Invalid("output must be at least 1 token, got 0");
+  if (prompt + output <= kMaxTokensPerRequest) return {};
+  return Invalid(what + " + output = " + std::to_string(prompt + output) +
+                 " tokens exceed the limit of " +
+                 std::to_string(kMaxTokensPerRequest) + " tokens per request");
+}
+
+// `seconds` of argument `name`, and `steps` of them in a row.
+Result<void> CheckTime(double seconds, const std::string& name,
+                       std::uint64_t steps) {
+  const std::string bound = internal::ShortNumber(kMaxInputSeconds);
+  if (!(seconds >= 0.0 && seconds <= kMaxInputSeconds)) {
+    return Invalid(name + " must be in [0, " + bound + "] s, got " +
+                   internal::ShortNumber(seconds));
+  }
+  if (seconds * static_cast<double>(steps) > kMaxInputSeconds) {
+    return Invalid(name + " " + internal::ShortNumber(seconds) + " s x " +
+                   std::to_string(steps) + " exceeds " + bound + " s");
+  }
+  return {};
+}
+
+void RequireValid(const Result<void>& valid) {
+  HKV_REQUIRE(valid.has_value(), valid ? "" : valid.error().message);
+}
+
 }  // namespace
 
-std::vector<SimRequest> GenerateFanOut(const FanOutOptions& options) {
+Result<void> FanOutOptions::Validate(Limit limit) const {
+  const bool warm = warmup == FanOutWarmup::kPrefixFirst;
+  const std::uint64_t n = Wanted(std::uint64_t{num_requests} + warm, limit);
+  if (Result<void> ok =
+          CheckCount(n, "requests=" + std::to_string(num_requests));
+      !ok) {
+    return ok;
+  }
+  if (warm && prefix_tokens == 0) {
+    return Invalid("prefix must be at least 1 token with warmup=1, got 0");
+  }
+  if (Result<void> ok =
+          CheckRequest(std::uint64_t{prefix_tokens} + suffix_tokens,
+                       output_tokens, "prefix + suffix");
+      !ok) {
+    return ok;
+  }
+  return CheckTime(interval_s, "interval", n);
+}
+
+Result<void> AgentSessionOptions::Validate(Limit limit) const {
+  const std::uint64_t n = Wanted(std::uint64_t{num_sessions} * turns, limit);
+  if (Result<void> ok = CheckCount(n, "sessions x turns"); !ok) return ok;
+  if (n == 0) return {};
+  // The last turn made: turns go one after the other over all sessions.
+  const std::uint64_t last_turn = (n + num_sessions - 1) / num_sessions;
+  if (Result<void> ok =
+          CheckRequest(system_tokens + last_turn * message_tokens +
+                           (last_turn - 1) * output_tokens,
+                       output_tokens, "system + turns x (message + output)");
+      !ok) {
+    return ok;
+  }
+  if (Result<void> ok = CheckTime(interval_s, "interval", num_sessions); !ok) {
+    return ok;
+  }
+  return CheckTime(think_s, "think", 1);
+}
+
+Result<void> NeedleOptions::Validate(Limit limit) const {
+  const std::uint64_t n =
+      Wanted(std::uint64_t{num_documents} * questions_per_document, limit);
+  if (Result<void> ok = CheckCount(n, "documents x questions"); !ok) return ok;
+  if (Result<void> ok =
+          CheckRequest(std::uint64_t{document_tokens} + question_tokens,
+                       output_tokens, "document + question");
+      !ok) {
+    return ok;
+  }
+  return CheckTime(interval_s, "interval", n);
+}
+
+Result<void> RepeatOptions::Validate(Limit limit) const {
+  const std::uint64_t n = Wanted(num_requests, limit);
+  if (Result<void> ok =
+          CheckCount(n, "requests=" + std::to_string(num_requests));
+      !ok) {
+    return ok;
+  }
+  return CheckRequest(prompt_tokens, output_tokens, "prompt");
+}
+
+std::vector<SimRequest> GenerateFanOut(const FanOutOptions& options,
+                                       Limit limit) {
+  RequireValid(options.Validate(limit));
   IdSource ids(options.seed);
   const Segment prefix{.id = ids.Next(), .length = options.prefix_tokens};
-  std::vector<SimRequest> out;
   const bool warmup = options.warmup == FanOutWarmup::kPrefixFirst;
-  if (warmup) out.push_back(Make(ids, {prefix}, 1, 0.0));
-  for (std::uint32_t i = 0; i < options.num_requests; ++i) {
+  const std::uint64_t n =
+      Wanted(std::uint64_t{options.num_requests} + warmup, limit);
+  std::vector<SimRequest> out;
+  out.reserve(n);
+  if (warmup && n > 0) out.push_back(Make(ids, {prefix}, 1, 0.0));
+  for (std::uint32_t i = 0; out.size() < n; ++i) {
     out.push_back(
         Make(ids, {prefix, {.id = ids.Next(), .length = options.suffix_tokens}},
              options.output_tokens, i * options.interval_s));
@@ -51,15 +174,21 @@ std::vector<SimRequest> GenerateFanOut(const FanOutOptions& options) {
 }
 
 std::vector<SimRequest> GenerateAgentSessions(
-    const AgentSessionOptions& options) {
+    const AgentSessionOptions& options, Limit limit) {
+  RequireValid(options.Validate(limit));
   IdSource ids(options.seed);
   const Segment system{.id = ids.Next(), .length = options.system_tokens};
+  const std::uint64_t n =
+      Wanted(std::uint64_t{options.num_sessions} * options.turns, limit);
   std::vector<SimRequest> out;
+  out.reserve(n);
   // Turn t of every session, then turn t + 1. A later turn arrives when its
-  // predecessor finished; its arrival_s only keeps the list ordered.
-  std::vector<std::size_t> previous(options.num_sessions);
-  for (std::uint32_t t = 0; t < options.turns; ++t) {
-    for (std::uint32_t s = 0; s < options.num_sessions; ++s) {
+  // predecessor finished; its arrival_s only keeps the list ordered. Only
+  // sessions with a request made need their last index.
+  std::vector<std::size_t> previous(
+      std::min<std::uint64_t>(options.num_sessions, n));
+  for (std::uint32_t t = 0; out.size() < n; ++t) {
+    for (std::uint32_t s = 0; s < options.num_sessions && out.size() < n; ++s) {
       std::vector<Segment> prompt = {system};
       double arrival = s * options.interval_s;
       if (t > 0) {
@@ -82,15 +211,25 @@ std::vector<SimRequest> GenerateAgentSessions(
   return out;
 }
 
-std::vector<SimRequest> GenerateNeedle(const NeedleOptions& options) {
+std::vector<SimRequest> GenerateNeedle(const NeedleOptions& options,
+                                       Limit limit) {
+  RequireValid(options.Validate(limit));
   IdSource ids(options.seed);
+  const std::uint64_t n = Wanted(
+      std::uint64_t{options.num_documents} * options.questions_per_document,
+      limit);
+  // Questions interleave over the documents: only the first n are asked.
   std::vector<Segment> documents;
-  for (std::uint32_t d = 0; d < options.num_documents; ++d) {
+  const std::uint64_t asked = std::min<std::uint64_t>(options.num_documents, n);
+  for (std::uint64_t d = 0; d < asked; ++d) {
     documents.push_back({.id = ids.Next(), .length = options.document_tokens});
   }
+  ids.Skip(options.num_documents - asked);  // the same ids as without a limit
   std::vector<SimRequest> out;
-  for (std::uint32_t q = 0; q < options.questions_per_document; ++q) {
+  out.reserve(n);
+  while (out.size() < n) {
     for (const Segment& document : documents) {
+      if (out.size() == n) break;
       const double arrival =
           static_cast<double>(out.size()) * options.interval_s;
       out.push_back(Make(
@@ -102,11 +241,15 @@ std::vector<SimRequest> GenerateNeedle(const NeedleOptions& options) {
   return out;
 }
 
-std::vector<SimRequest> GenerateRepeats(const RepeatOptions& options) {
+std::vector<SimRequest> GenerateRepeats(const RepeatOptions& options,
+                                        Limit limit) {
+  RequireValid(options.Validate(limit));
   IdSource ids(options.seed);
   const Segment prompt{.id = ids.Next(), .length = options.prompt_tokens};
+  const std::uint64_t n = Wanted(options.num_requests, limit);
   std::vector<SimRequest> out;
-  for (std::uint32_t i = 0; i < options.num_requests; ++i) {
+  out.reserve(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
     SimRequest r = Make(ids, {prompt}, options.output_tokens, 0.0);
     if (i > 0) r.after = i - 1;
     out.push_back(std::move(r));

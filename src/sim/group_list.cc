@@ -52,13 +52,25 @@ Result<std::uint32_t> ParseNumber(std::string_view text, std::string_view what,
   return value;
 }
 
+constexpr GroupKind kKinds[] = {
+    GroupKind::kFullAttention, GroupKind::kSlidingWindow,
+    GroupKind::kChunkedLocal, GroupKind::kRecurrent, GroupKind::kScratch};
+
 std::optional<GroupKind> ParseKind(std::string_view name) {
-  for (GroupKind kind :
-       {GroupKind::kFullAttention, GroupKind::kSlidingWindow,
-        GroupKind::kChunkedLocal, GroupKind::kRecurrent, GroupKind::kScratch}) {
+  for (GroupKind kind : kKinds) {
     if (name == GroupKindName(kind)) return kind;
   }
   return std::nullopt;
+}
+
+// "full, sliding, ... or scratch": every kind, for errors.
+std::string KindList() {
+  std::string list;
+  for (std::size_t i = 0; i < std::size(kKinds); ++i) {
+    if (i > 0) list += i + 1 == std::size(kKinds) ? " or " : ", ";
+    list += GroupKindName(kKinds[i]);
+  }
+  return list;
 }
 
 // The numeric options: the kind that takes each, the field it sets and its
@@ -174,9 +186,9 @@ Result<GroupSpec> ParseGroup(std::string_view text) {
   GroupSpec spec;
   const std::optional<GroupKind> kind = ParseKind(fields[0]);
   if (!kind) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "unknown kind \"" + std::string(fields[0]) +
-                    "\" (full, sliding, chunked or recurrent)");
+    return Fail(
+        ErrorCode::kInvalidArgument,
+        "unknown kind \"" + std::string(fields[0]) + "\" (" + KindList() + ")");
   }
   spec.kind = *kind;
   if (fields.size() < 2) {

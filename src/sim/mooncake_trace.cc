@@ -1,16 +1,17 @@
 #include "hkv/mooncake_trace.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 
 #include "check.h"
+#include "hkv/limits.h"
+#include "line_reader.h"
+#include "mooncake_reader.h"
 #include "synthetic_tokens.h"
 
 namespace hkv {
@@ -86,8 +87,13 @@ tl::expected<std::vector<std::uint64_t>, std::string> ReadHashIds(
   return ids;
 }
 
+// The latest timestamp: kMaxInputSeconds in milliseconds, so that every
+// arrival of a trace in time order is a valid workload time.
+constexpr auto kMaxTimestampMs =
+    static_cast<std::uint64_t>(kMaxInputSeconds * 1000.0);
+
 LineResult ParseObject(const json& object) {
-  NumberResult timestamp = ReadField(object, "timestamp", kMaxU64);
+  NumberResult timestamp = ReadField(object, "timestamp", kMaxTimestampMs);
   if (!timestamp) return tl::unexpected(std::move(timestamp.error()));
   NumberResult input = ReadField(object, "input_length", kMaxU32);
   if (!input) return tl::unexpected(std::move(input.error()));
@@ -105,6 +111,30 @@ LineResult ParseObject(const json& object) {
   return request;
 }
 
+// The problem of a line holding a number beyond a double ("1e400"), which
+// nlohmann refuses while parsing: parses it again, tracking the top-level
+// key, to name the field (or "hash_ids" for an id).
+std::string OverflowProblem(std::string_view line, const json::exception& e) {
+  std::string key;
+  const json::parser_callback_t track =
+      [&key](int depth, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::key && depth == 1) key = parsed;
+        return true;
+      };
+  try {
+    [[maybe_unused]] const json parsed = json::parse(line, track);
+  } catch (const json::exception&) {
+    // Expected: the same error, with `key` now set.
+  }
+  // what(): "[json.exception.out_of_range.406] number overflow parsing 'X'"
+  const std::string what = e.what();
+  const std::size_t open = what.find('\'');
+  const std::string number =
+      open == std::string::npos ? what : what.substr(open);
+  if (key.empty()) return "number " + number + " is out of range";
+  return Quoted(key) + " holds number " + number + ", out of range of a double";
+}
+
 LineResult ParseLine(std::string_view line) {
   json object;
   try {
@@ -112,12 +142,32 @@ LineResult ParseLine(std::string_view line) {
   } catch (const json::parse_error& e) {
     return tl::unexpected("not JSON (syntax error at byte " +
                           std::to_string(e.byte) + ")");
+  } catch (const json::exception& e) {
+    // nlohmann reports a number beyond a double ("1e400") as out_of_range.
+    return tl::unexpected(OverflowProblem(line, e));
   }
   if (!object.is_object()) {
     return tl::unexpected("not a JSON object, got " +
                           std::string(object.type_name()));
   }
   return ParseObject(object);
+}
+
+// The request of a line following those of `trace`: a trace is in time
+// order (a workload's arrivals may not decrease), so an earlier timestamp
+// is refused rather than sorted.
+LineResult ParseNext(std::string_view line,
+                     const std::vector<TraceRequest>& trace) {
+  LineResult request = ParseLine(line);
+  if (request && !trace.empty() &&
+      request->timestamp_ms < trace.back().timestamp_ms) {
+    return tl::unexpected("\"timestamp\" " +
+                          std::to_string(request->timestamp_ms) +
+                          " is before the previous request's " +
+                          std::to_string(trace.back().timestamp_ms) +
+                          " (a trace is in time order)");
+  }
+  return request;
 }
 
 bool IsBlank(std::string_view line) {
@@ -131,12 +181,34 @@ Error LineError(const std::filesystem::path& path, std::size_t line,
                                       ": " + std::move(problem)};
 }
 
+// The error of a line the reader refused (kTooLong or kIoError).
+Error ReadFailure(const std::filesystem::path& path,
+                  internal::LineReader::Status status,
+                  const internal::LineReader& lines) {
+  if (status == internal::LineReader::Status::kIoError) {
+    return {ErrorCode::kIoError, "error reading " + path.string() +
+                                     " after line " +
+                                     std::to_string(lines.line_number())};
+  }
+  return LineError(path, lines.line_number(), lines.TooLongProblem());
+}
+
 }  // namespace
 
 Result<void> ValidateTraceRequest(const TraceRequest& request) {
   if (request.input_length == 0) {
     return Fail(ErrorCode::kInvalidArgument,
                 "\"input_length\" is 0; a prompt needs a token");
+  }
+  const std::uint64_t tokens =
+      std::uint64_t{request.input_length} + request.output_length;
+  if (tokens > kMaxTokensPerRequest) {
+    return Fail(
+        ErrorCode::kInvalidArgument,
+        "\"input_length\" " + std::to_string(request.input_length) +
+            " + \"output_length\" " + std::to_string(request.output_length) +
+            " tokens exceed the limit of " +
+            std::to_string(kMaxTokensPerRequest) + " tokens per request");
   }
   const std::uint64_t expected = NumBlocksFor(request.input_length);
   if (request.hash_ids.size() != expected) {
@@ -150,22 +222,25 @@ Result<void> ValidateTraceRequest(const TraceRequest& request) {
 }
 
 Result<std::vector<TraceRequest>> ReadMooncakeTrace(
-    const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Fail(ErrorCode::kIoError,
-                "cannot read " + path.string() + ": is a directory");
-  }
-  std::ifstream in(path);
-  if (!in) {
-    return Fail(ErrorCode::kIoError,
-                "cannot open " + path.string() + ": " + std::strerror(errno));
-  }
+    const std::filesystem::path& path, std::optional<std::size_t> limit) {
+  return internal::ReadMooncakeTrace(path, internal::QuotaFor(limit));
+}
+
+Result<std::vector<TraceRequest>> internal::ReadMooncakeTrace(
+    const std::filesystem::path& path, RequestQuota quota) {
+  Result<std::ifstream> in = OpenForReading(path);
+  if (!in) return tl::unexpected(in.error());
+  internal::LineReader lines(*in, kMaxTraceLineBytes);
   std::vector<TraceRequest> trace;
   std::size_t first_blank = 0;  // 0: no blank line since the last request
-  std::string line;
-  for (std::size_t number = 1; std::getline(in, line); ++number) {
-    if (IsBlank(line)) {
+  while (!(quota.stops && trace.size() == quota.requests)) {
+    const internal::LineReader::Status status = lines.Next();
+    if (status == internal::LineReader::Status::kEnd) break;
+    const std::size_t number = lines.line_number();
+    if (status != internal::LineReader::Status::kLine) {
+      return tl::unexpected(ReadFailure(path, status, lines));
+    }
+    if (IsBlank(lines.line())) {
       if (first_blank == 0) first_blank = number;
       continue;
     }
@@ -173,15 +248,15 @@ Result<std::vector<TraceRequest>> ReadMooncakeTrace(
       return tl::unexpected(
           LineError(path, first_blank, "blank line before the last request"));
     }
-    LineResult request = ParseLine(line);
+    if (trace.size() == quota.requests) {
+      return tl::unexpected(LineError(path, number, quota.TooManyProblem()));
+    }
+    LineResult request = ParseNext(lines.line(), trace);
     if (!request) {
       return tl::unexpected(
           LineError(path, number, std::move(request.error())));
     }
     trace.push_back(std::move(*request));
-  }
-  if (in.bad()) {
-    return Fail(ErrorCode::kIoError, "error reading " + path.string());
   }
   return trace;
 }

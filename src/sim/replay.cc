@@ -9,6 +9,7 @@
 
 #include "hkv/cache_manager.h"
 #include "hkv/group_list.h"
+#include "hkv/limits.h"
 #include "hkv/request.h"
 #include "sim_util.h"
 
@@ -114,10 +115,17 @@ Result<std::uint32_t> UsableBlocks(std::span<const TraceRequest> trace,
     }
   }
   usable = std::max<std::uint64_t>(usable, 1);
-  if (usable >= std::numeric_limits<std::uint32_t>::max()) {
-    return Fail(ErrorCode::kInfeasible,
-                "a pool of " + std::to_string(usable) +
-                    " blocks plus the null block exceeds 2^32 - 1 blocks");
+  if (usable >= kMaxPoolBlocks) {
+    return Fail(
+        ErrorCode::kInfeasible,
+        (options.capacity_tokens
+             ? "capacity_tokens " + std::to_string(*options.capacity_tokens) +
+                   " makes a pool of "
+             : std::string("keeping every block of the trace "
+                           "(no capacity_tokens) takes ")) +
+            std::to_string(usable) +
+            " blocks plus the null block, above the limit of " +
+            std::to_string(kMaxPoolBlocks) + " blocks per pool");
   }
   return static_cast<std::uint32_t>(usable);
 }

@@ -4,6 +4,7 @@
 
 #include "engine.h"
 #include "hkv/group_list.h"
+#include "number_text.h"
 
 namespace hkv {
 namespace internal {
@@ -117,7 +118,7 @@ Result<void> SimulationOptions::Validate() const {
   const double rate = speculation.acceptance_rate;
   if (!(rate >= 0.0 && rate <= 1.0)) {
     return invalid("acceptance rate must be in [0, 1], got " +
-                   std::to_string(rate));
+                   internal::ShortNumber(rate));
   }
   return {};
 }

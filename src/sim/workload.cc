@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "number_text.h"
 #include "synthetic_tokens.h"
 
 namespace hkv {
@@ -19,14 +20,24 @@ Result<void> Bad(std::size_t index, const std::string& problem) {
               "workload request " + std::to_string(index) + ": " + problem);
 }
 
-bool IsTime(double t) { return std::isfinite(t) && t >= 0.0; }
+bool IsTime(double t) { return t >= 0.0 && t <= kMaxInputSeconds; }
 
 Result<void> CheckRequest(std::span<const SimRequest> w, std::size_t i) {
   const SimRequest& r = w[i];
+  std::uint64_t tokens = r.output_length;
+  for (const Segment& s : r.prompt) tokens += s.length;
   if (PromptLength(r) == 0) return Bad(i, "empty prompt");
   if (r.output_length == 0) return Bad(i, "output length 0");
+  if (tokens > kMaxTokensPerRequest) {
+    return Bad(i, std::to_string(tokens) + " tokens exceed the limit of " +
+                      std::to_string(kMaxTokensPerRequest) +
+                      " tokens per request");
+  }
   if (!IsTime(r.arrival_s) || !IsTime(r.delay_s)) {
-    return Bad(i, "arrival or delay is negative or not finite");
+    return Bad(i, "arrival " + internal::ShortNumber(r.arrival_s) +
+                      " s or delay " + internal::ShortNumber(r.delay_s) +
+                      " s is not in [0, " +
+                      internal::ShortNumber(kMaxInputSeconds) + "] s");
   }
   if (i > 0 && r.arrival_s < w[i - 1].arrival_s) {
     return Bad(i, "arrives before the request ahead of it");
@@ -69,6 +80,12 @@ std::vector<TokenId> OutputTokens(const SimRequest& request,
 }
 
 Result<void> ValidateWorkload(std::span<const SimRequest> w) {
+  if (w.size() > kMaxRequestsPerWorkload) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "workload of " + std::to_string(w.size()) +
+                    " requests exceeds the limit of " +
+                    std::to_string(kMaxRequestsPerWorkload) + " requests");
+  }
   for (std::size_t i = 0; i < w.size(); ++i) {
     if (Result<void> ok = CheckRequest(w, i); !ok) return ok;
   }
@@ -96,12 +113,14 @@ std::vector<SimRequest> FromMooncake(std::span<const TraceRequest> trace) {
 
 Result<void> WorkloadCut::Validate() const {
   if (!(time_scale > 0.0) || !std::isfinite(time_scale)) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "time scale must be > 0, got " + std::to_string(time_scale));
+    return Fail(
+        ErrorCode::kInvalidArgument,
+        "time scale must be > 0, got " + internal::ShortNumber(time_scale));
   }
   if (duration_s && !(*duration_s > 0.0)) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "duration must be > 0 s, got " + std::to_string(*duration_s));
+    return Fail(
+        ErrorCode::kInvalidArgument,
+        "duration must be > 0 s, got " + internal::ShortNumber(*duration_s));
   }
   return {};
 }

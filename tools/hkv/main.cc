@@ -2,6 +2,9 @@
 //
 // Exit codes: 0 ok, 1 the command failed, 2 usage error.
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <new>
 
 #include "commands.h"
 
@@ -20,6 +23,14 @@ int main(int argc, char** argv) {
     return e.get_exit_code();
   } catch (const CLI::ParseError& e) {  // usage error, or --help
     return app.exit(e) == 0 ? 0 : 2;
+  } catch (const std::bad_alloc&) {
+    // A last resort: inputs are checked against the documented limits
+    // before anything is allocated for them, so this is the machine's limit.
+    std::fputs("hkv: out of memory\n", stderr);
+    return 1;
+  } catch (const std::exception& e) {  // a last resort, not a check
+    std::fprintf(stderr, "hkv: internal error: %s\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -3,16 +3,17 @@
 #include <fmt/core.h>
 
 #include <filesystem>
-#include <fstream>
+#include <limits>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "commands.h"
+#include "hkv/limits.h"
 #include "hkv/model.h"
 #include "hkv/planner.h"
+#include "numbers.h"
 #include "plan_print.h"
 
 namespace hkv::cli {
@@ -24,11 +25,9 @@ bool IsModelFile(const std::string& model) {
 
 Result<ModelSpec> LoadModel(const std::string& model) {
   if (!IsModelFile(model)) return LoadPreset(model);
-  std::ifstream in(model);
-  if (!in) return Fail(ErrorCode::kIoError, "cannot read " + model);
-  std::stringstream text;
-  text << in.rdbuf();
-  Result<ModelSpec> spec = ParseModelJson(text.str());
+  Result<std::string> text = ReadSmallFile(model, kMaxConfigFileBytes);
+  if (!text) return Named("--model", text.error());
+  Result<ModelSpec> spec = ParseModelJson(*text);
   if (!spec) spec.error().message = model + ": " + spec.error().message;
   return spec;
 }
@@ -132,17 +131,21 @@ Result<std::vector<PlanRow>> SearchRows(const ModelSpec& model,
   return rows;
 }
 
+constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
+
 // The model, parallelism, budget and workload options.
 void AddInputOptions(CLI::App& sub, PlanCommandOptions& o) {
-  sub.add_option("--model", o.model, "Preset name or model JSON file")
+  sub.add_option("--model", o.model,
+                 "Preset name or model JSON file (at most " +
+                     std::to_string(kMaxConfigFileBytes) + " bytes)")
       ->required()
       ->check(kModelValidator);
   sub.add_option("--tp", o.tp, "Tensor-parallel width")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(WholeIn(1, kU32));
   sub.add_option("--dcp", o.dcp, "Decode-context-parallel width")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(WholeIn(1, kU32));
   sub.add_option("--budget", o.budget,
                  "KV-cache memory per rank, e.g. 33GiB, 80GB, 4096")
       ->required()
@@ -150,16 +153,18 @@ void AddInputOptions(CLI::App& sub, PlanCommandOptions& o) {
   sub.add_option("--context", o.context,
                  "Context length of one request (max_model_len)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(WholeIn(1, kU32));
   sub.add_option("--max-batched-tokens", o.max_batched_tokens,
                  "Tokens per step (sliding/chunked admission caps, auto)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(WholeIn(1, kU32));
   sub.add_option("--checkpoint-blocks", o.checkpoint_blocks,
                  "Recurrent prefill checkpoint blocks per request")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WholeIn(0, kU32));
   sub.add_option("--spec-tokens", o.speculative_tokens,
-                 "Speculative tokens (default: the model's draft)");
+                 "Speculative tokens (default: the model's draft)")
+      ->check(WholeIn(0, kU32));
 }
 
 // Which geometries to plan, and the output format.
@@ -175,13 +180,17 @@ void AddGeometryOptions(CLI::App& sub, PlanCommandOptions& o) {
   geometry->excludes(search);
   sub.add_option("--max-unit", o.max_unit,
                  "--search: largest hit unit (tokens) to consider")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WholeIn(1, kU32));
   sub.add_option("--top", o.top, "--search: rows to print")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(WholeIn(1, kU32));
   sub.add_option("--retention-interval", o.retention_interval,
-                 "auto: the retention interval R");
+                 "auto: the retention interval R")
+      ->check(WholeIn(0, kU32));
   sub.add_option("--max-scheduled-tokens", o.max_scheduled_tokens,
-                 "auto: max_num_scheduled_tokens");
+                 "auto: max_num_scheduled_tokens")
+      ->check(WholeIn(1, kU32));
   sub.add_flag("--json", o.json, "Print one JSON object instead of text");
 }
 

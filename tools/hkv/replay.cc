@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,7 +16,9 @@
 #include "commands.h"
 #include "hkv/group_list.h"
 #include "hkv/keys.h"
+#include "hkv/limits.h"
 #include "hkv/mooncake_trace.h"
+#include "numbers.h"
 
 namespace hkv::cli {
 namespace {
@@ -109,6 +112,64 @@ const CLI::Validator kGroupListValidator(
     },
     "LIST");
 
+// The trace and the cache's groups; numbers in their ranges.
+void AddTraceAndGroupOptions(CLI::App& sub, ReplayCommandOptions& o) {
+  sub.add_option("TRACE", o.trace,
+                 "Mooncake trace (JSON Lines) to replay: at most " +
+                     std::to_string(kMaxRequestsPerWorkload) + " requests, " +
+                     std::to_string(kMaxTraceLineBytes) + " bytes per line, " +
+                     std::to_string(kMaxTokensPerRequest) +
+                     " tokens per request")
+      ->required();
+  constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
+  CLI::Option* block_size =
+      sub.add_option("--block-size", o.block_size, "Tokens per KV-cache block")
+          ->capture_default_str()
+          ->check(WholeIn(1, kU32));
+  sub.add_option(
+         "--groups", o.groups,
+         "Cache groups instead of one full group of --block-size: "
+         "kind:block[:option...],... with kinds full, sliding "
+         "(window=W), chunked (chunk=C), recurrent (mode=align|all|none, "
+         "spec=S), scratch (blocks=N) and options eagle, replicated")
+      ->check(kGroupListValidator)
+      ->excludes(block_size);
+  sub.add_option("--dcp", o.dcp,
+                 "Decode-context-parallel width (sharded groups' blocks "
+                 "cover block x dcp tokens)")
+      ->capture_default_str()
+      ->check(WholeIn(1, kU32));
+}
+
+// How the replay runs and prints.
+void AddRunOptions(CLI::App& sub, ReplayCommandOptions& o) {
+  constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
+  sub.add_option("--max-batched-tokens", o.max_batched_tokens,
+                 "Token budget per step: prompts are computed in chunks of "
+                 "at most this many tokens")
+      ->capture_default_str()
+      ->check(WholeIn(1, kU32));
+  sub.add_option("--retention-interval", o.retention_interval,
+                 "Keep window blocks and recurrent states only where a "
+                 "resend lands (0) or also one per N tokens (default: all)")
+      ->check(WholeIn(0, kU32));
+  AddFreeOrderOption(sub, o.free_order);
+  sub.add_option("--hash-unit", o.hash_unit,
+                 "Tokens per prefix key; must divide every block (0: the "
+                 "smallest block)")
+      ->capture_default_str()
+      ->check(WholeIn(0, kU32));
+  sub.add_option("--key-function", o.key_function, "Prefix key digest")
+      ->check(CLI::IsMember({"sha256_cbor", "xxh3_128_cbor"}))
+      ->capture_default_str();
+  sub.add_option("--capacity-tokens", o.capacity_tokens,
+                 "Pool size in tokens, evicting least recently freed blocks "
+                 "(default: unbounded; the pool holds at most " +
+                     std::to_string(kMaxPoolBlocks) + " blocks)")
+      ->check(WholeIn(1, std::numeric_limits<std::uint64_t>::max()));
+  sub.add_flag("--json", o.json, "Print one JSON object instead of text");
+}
+
 }  // namespace
 
 void RegisterReplay(CLI::App& app) {
@@ -116,44 +177,8 @@ void RegisterReplay(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "replay",
       "Replay a Mooncake trace through the prefix cache and report hit tokens");
-  sub->add_option("TRACE", options->trace,
-                  "Mooncake trace (JSON Lines) to replay")
-      ->required();
-  CLI::Option* block_size = sub->add_option("--block-size", options->block_size,
-                                            "Tokens per KV-cache block")
-                                ->capture_default_str();
-  sub->add_option(
-         "--groups", options->groups,
-         "Cache groups instead of one full group of --block-size: "
-         "kind:block[:option...],... with kinds full, sliding "
-         "(window=W), chunked (chunk=C), recurrent (mode=align|all|none, "
-         "spec=S), scratch (blocks=N) and options eagle, replicated")
-      ->check(kGroupListValidator)
-      ->excludes(block_size);
-  sub->add_option("--dcp", options->dcp,
-                  "Decode-context-parallel width (sharded groups' blocks "
-                  "cover block x dcp tokens)")
-      ->capture_default_str();
-  sub->add_option("--max-batched-tokens", options->max_batched_tokens,
-                  "Token budget per step: prompts are computed in chunks of "
-                  "at most this many tokens")
-      ->capture_default_str();
-  sub->add_option("--retention-interval", options->retention_interval,
-                  "Keep window blocks and recurrent states only where a "
-                  "resend lands (0) or also one per N tokens (default: all)");
-  AddFreeOrderOption(*sub, options->free_order);
-  sub->add_option("--hash-unit", options->hash_unit,
-                  "Tokens per prefix key; must divide every block (0: the "
-                  "smallest block)")
-      ->capture_default_str();
-  sub->add_option("--key-function", options->key_function, "Prefix key digest")
-      ->check(CLI::IsMember({"sha256_cbor", "xxh3_128_cbor"}))
-      ->capture_default_str();
-  sub->add_option("--capacity-tokens", options->capacity_tokens,
-                  "Pool size in tokens, evicting least recently freed blocks "
-                  "(default: unbounded)");
-  sub->add_flag("--json", options->json,
-                "Print one JSON object instead of text");
+  AddTraceAndGroupOptions(*sub, *options);
+  AddRunOptions(*sub, *options);
   sub->callback([options] {
     if (const int code = RunReplay(*options); code != 0) {
       throw CLI::RuntimeError(code);
@@ -168,6 +193,13 @@ int RunReplay(const ReplayCommandOptions& options) {
   Result<std::vector<GroupSpec>> groups = std::vector<GroupSpec>{};
   if (!options.groups.empty()) groups = ParseGroupList(options.groups);
   if (!groups) return Failure(groups.error());
+  const std::vector<GroupSpec> flag_groups =
+      groups->empty()
+          ? std::vector<GroupSpec>{{.block_size = options.block_size}}
+          : *groups;
+  if (Result<void> ok = CheckDcp(flag_groups, options.dcp); !ok) {
+    return Failure(ok.error());
+  }
   Result<std::vector<TraceRequest>> trace = ReadMooncakeTrace(options.trace);
   if (!trace) return Failure(trace.error());
   const Result<ReplayResult> result = Replay(

@@ -11,7 +11,9 @@ namespace hkv::cli {
 using SimCommandOptions = ExperimentOptions;
 using CompareCommandOptions = CompareOptions;
 
-// Adds the shared options to `sub`; records the flags given in
+// Adds the shared options to `sub`; each numeric flag refuses values out of
+// its range (a usage error naming the flag, the value and the range), and
+// --json and --csv exclude each other. Records the flags given in
 // `options.given` and points `options.data_dir` at the bundled data.
 void AddSimOptions(CLI::App& sub, SimCommandOptions& options);
 

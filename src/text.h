@@ -1,4 +1,4 @@
-// Message building for the geometry layer (the library does not use fmt).
+// Message building for the library (it does not use fmt).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,92 @@
+// BlockPool tables: sized once from num_blocks, so that a long run of
+// registrations and evictions never grows them; and the record of evicted
+// keys the "evicted" miss cause reads.
+#include "core/block_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace hkv::internal {
+namespace {
+
+PrefixKey KeyNumber(std::uint64_t n) {
+  PrefixKey key;
+  // Spread like a digest's first word, so that homes are uniform.
+  const std::uint64_t word = n * 0x9e3779b97f4a7c15ull;
+  std::memcpy(key.hash.bytes.data(), &word, sizeof word);
+  std::memcpy(key.hash.bytes.data() + 8, &n, sizeof n);
+  return key;
+}
+
+// Allocates every free block, keys each under a new key, frees them all:
+// the second round onwards evicts every key of the round before.
+void KeyEveryBlock(BlockPool& pool, std::uint64_t& next_key) {
+  std::vector<BlockId> blocks;
+  pool.Allocate(pool.num_free_blocks(), blocks);
+  for (BlockId b : blocks) pool.CacheFull(b, KeyNumber(next_key++), 16);
+  pool.Free(blocks);
+}
+
+TEST(BlockPoolTest, TablesAreSizedAtConstructionAndNeverGrow) {
+  constexpr std::uint32_t kBlocks = 5000;
+  BlockPool pool(kBlocks, Caching::kEnabled);
+  const std::size_t bytes = pool.MemoryBytes();
+  const std::size_t slots = pool.num_index_slots();
+  EXPECT_GE(slots * 3, std::size_t{kBlocks} * 8);  // at most 3/8 full
+  std::uint64_t next_key = 0;
+  for (int round = 0; round < 6; ++round) KeyEveryBlock(pool, next_key);
+  EXPECT_EQ(pool.stats().evicted_blocks, 5u * (kBlocks - 1));
+  EXPECT_EQ(pool.num_keys(), kBlocks - 1);
+  EXPECT_TRUE(pool.CheckInvariants());
+  EXPECT_EQ(pool.num_index_slots(), slots);
+  EXPECT_EQ(pool.MemoryBytes(), bytes);
+  EXPECT_LE(bytes / kBlocks, 128u);
+}
+
+TEST(BlockPoolTest, EvictionRemembersEveryKeyOfTheBlock) {
+  BlockPool pool(2, Caching::kEnabled);  // one usable block
+  const BlockId block = pool.AllocateOne();
+  ASSERT_TRUE(pool.CachePartial(block, KeyNumber(1), 12));
+  ASSERT_TRUE(pool.CachePartial(block, KeyNumber(2), 8));  // an alias
+  EXPECT_EQ(pool.KeysOf(block),
+            (std::vector<PrefixKey>{KeyNumber(1), KeyNumber(2)}));
+  pool.Free(std::vector<BlockId>{block});
+  EXPECT_FALSE(pool.WasEvicted(KeyNumber(1)));
+  const BlockId reused = pool.AllocateOne();  // evicts both keys
+  ASSERT_EQ(reused, block);
+  EXPECT_EQ(pool.num_keys(), 0u);
+  EXPECT_TRUE(pool.WasEvicted(KeyNumber(1)));
+  EXPECT_TRUE(pool.WasEvicted(KeyNumber(2)));
+  // Registered again: no longer evicted.
+  pool.CacheFull(reused, KeyNumber(2), 16);
+  EXPECT_FALSE(pool.WasEvicted(KeyNumber(2)));
+  EXPECT_TRUE(pool.WasEvicted(KeyNumber(1)));
+  // Keys dropped other than by reuse are not evictions.
+  pool.EvictKeys(reused);
+  EXPECT_FALSE(pool.WasEvicted(KeyNumber(2)));
+  EXPECT_TRUE(pool.CheckInvariants());
+}
+
+TEST(BlockPoolTest, MovedKeysKeepTheirOrderAndTokenCount) {
+  BlockPool pool(4, Caching::kEnabled);
+  const BlockId source = pool.AllocateOne();
+  const BlockId destination = pool.AllocateOne();
+  pool.CachePartial(source, KeyNumber(1), 12);
+  pool.CachePartial(source, KeyNumber(2), 4);
+  pool.CachePartial(source, KeyNumber(3), 8);
+  pool.MoveKeys(source, destination);
+  EXPECT_TRUE(pool.KeysOf(source).empty());
+  EXPECT_EQ(pool.primary_key(source), PrefixKey{});
+  EXPECT_EQ(pool.KeysOf(destination),
+            (std::vector<PrefixKey>{KeyNumber(1), KeyNumber(2), KeyNumber(3)}));
+  EXPECT_EQ(pool.primary_num_tokens(destination), 12u);
+  for (std::uint64_t n = 1; n <= 3; ++n)
+    EXPECT_EQ(pool.FindCached(KeyNumber(n)), destination);
+  EXPECT_TRUE(pool.CheckInvariants());
+}
+
+}  // namespace
+}  // namespace hkv::internal

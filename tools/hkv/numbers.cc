@@ -1,0 +1,27 @@
+#include "numbers.h"
+
+#include <string>
+
+namespace hkv::cli {
+
+CLI::Validator WholeIn(std::uint64_t min, std::uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) {
+        Result<std::uint64_t> value = ParseWhole(text, min, max);
+        if (!value) return value.error().message;
+        text = std::to_string(*value);
+        return std::string();
+      },
+      RangeText(min, max));
+}
+
+CLI::Validator RealIn(const RealRange& range) {
+  return CLI::Validator(
+      [range](std::string& text) {
+        Result<double> value = ParseReal(text, range);
+        return value ? std::string() : value.error().message;
+      },
+      RangeText(range));
+}
+
+}  // namespace hkv::cli

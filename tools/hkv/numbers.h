@@ -1,0 +1,35 @@
+// CLI11 validators of numbers on the command line: whole numbers and reals
+// within stated ranges (the library's sim/numbers.h parses them), refusing
+// others with a usage error naming the option, the value and the range.
+//
+// Thread-safety: pure functions.
+//
+// Example:
+//   sub.add_option("--num-blocks", o.num_blocks)
+//       ->check(WholeIn(1, kMaxPoolBlocks - 1));
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+#include "hkv/result.h"
+#include "sim/numbers.h"
+
+namespace hkv::cli {
+
+using internal::Named;
+using internal::NumberText;
+using internal::ParseReal;
+using internal::ParseWhole;
+using internal::RangeText;
+using internal::ReadSmallFile;
+using internal::RealRange;
+
+// The validators: a usage error naming the option, the value and the
+// range. WholeIn rewrites exponent forms as digits for CLI11's
+// conversion.
+CLI::Validator WholeIn(std::uint64_t min, std::uint64_t max);
+CLI::Validator RealIn(const RealRange& range);
+
+}  // namespace hkv::cli
