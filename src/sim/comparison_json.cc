@@ -39,6 +39,22 @@ json MissCauses(const SimulationResult& r) {
   return out;
 }
 
+// Every request's arrival, first token and tokens, and the KV usage over
+// time: the series of the charts (hkv.plot).
+void AddSeries(json& out, const SimulationResult& r) {
+  out["per_request"] = json::array();
+  for (const RequestMetrics& m : r.per_request) {
+    out["per_request"].push_back({{"arrival_s", m.arrival_s},
+                                  {"first_token_s", m.first_token_s},
+                                  {"prompt_tokens", m.prompt_tokens},
+                                  {"reused_tokens", m.reused_tokens}});
+  }
+  out["kv_usage"] = json::array();
+  for (const UsageSample& s : r.usage) {
+    out["kv_usage"].push_back({s.time_s, s.usage});
+  }
+}
+
 json Trace(const ConfigurationOutcome& o) {
   const SimulationResult& r = o.trace;
   json out = {{"requests", r.requests},
@@ -65,6 +81,7 @@ json Trace(const ConfigurationOutcome& o) {
   }
   std::sort(ttft.begin(), ttft.end());
   out["ttft_sorted_s"] = ttft;  // the CDF
+  AddSeries(out, r);
   out["saturation"] = nullptr;
   if (o.load) {
     out["saturation"] = {{"offered_per_s", o.load->offered_per_s},
