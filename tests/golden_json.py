@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 
-MEASURED_KEY = re.compile(r"^(wall_s|wall_time_s|manager_ns|.*_(median|p99)_ns)$")
+MEASURED_KEY = re.compile(r"^(wall_s|wall_time_s|manager_ns|lookup_ns|.*_(median|p99)_ns)$")
 
 
 def strip_measured(value):

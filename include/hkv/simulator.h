@@ -77,6 +77,10 @@ struct SimulationOptions {
   // Keep every step's shape in SimulationResult::step_shapes (calibration
   // re-prices a run under other coefficients).
   bool record_steps = false;
+  // Each lookup is run this many times and its call time is the fastest
+  // (lookups do not mutate; the minimum drops scheduler noise). 0 counts as
+  // 1.
+  std::uint32_t lookup_repeats = 1;
   // Called with (finished requests, total) every 256 finished requests
   // and at the end. Empty: no calls.
   std::function<void(std::size_t done, std::size_t total)> progress = {};
@@ -95,12 +99,15 @@ struct LatencySummary {
   double p99_s = 0.0;
 };
 
-// A request's lookup outcome, which classes its manager calls: no hit,
-// a hit that some group kept below the full-attention chain (sparse
-// checkpoints, windows, eviction, draft rewind), or a hit the length of the
-// chain.
-enum class HitClass { kColdMiss, kSparseHit, kWarmHit };
-inline constexpr std::size_t kNumHitClasses = 3;
+// A request's lookup outcome, which classes its manager calls: no hit of a
+// prompt never cached before; a hit that some group kept below the
+// full-attention chain (sparse checkpoints, windows, eviction); a hit the
+// length of the chain, or short of it only by the draft's rewind (a draft
+// model recomputes its last unit on every hit); no hit and no chain at all
+// for a prompt whose first hash unit a finished request had cached (its
+// whole chain was evicted since).
+enum class HitClass { kColdMiss, kSparseHit, kWarmHit, kEvictedMiss };
+inline constexpr std::size_t kNumHitClasses = 4;
 
 enum class ManagerCall { kLookup, kAllocate, kCommit, kFree };
 inline constexpr std::size_t kNumManagerCalls = 4;
@@ -156,6 +163,10 @@ struct SimulationResult {
   std::uint64_t copies = 0;  // copy-on-write block copies
   std::uint64_t evicted_blocks = 0;
   PrefixCacheStats manager_stats = {};  // every admission, miss causes
+  // Admissions without a hit whose whole chain was evicted (kEvictedMiss):
+  // the manager's miss causes count only hits that some group cut short.
+  // Tokens: their prompt tokens.
+  MissCounters evicted_chains = {};
   // Capacity: usable blocks, the longest request that fits alone, and how
   // many requests of the workload's mean length fit at once (estimates
   // from the group kinds, cached blocks not counted).
@@ -178,6 +189,8 @@ struct SimulationResult {
   // [call][class] manager CPU time per call.
   std::array<std::array<CallTimes, kNumHitClasses>, kNumManagerCalls>
       manager_ns = {};
+  // Every lookup's time (ns), by class, sorted: to pool runs.
+  std::array<std::vector<std::uint32_t>, kNumHitClasses> lookup_ns = {};
   std::vector<RequestMetrics> per_request = {};  // by workload index
   // What the steps computed, summed, and (with record_steps) step by step.
   StepShape totals = {};

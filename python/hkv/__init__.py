@@ -64,7 +64,11 @@ else:
     from hkv.planner import plan, plan_report  # noqa: E402,F401
 
     if hasattr(_hkv, "simulate_json"):  # built with the CLI's simulator
-        from hkv.simulator import compare, simulate  # noqa: E402,F401
+        from hkv.simulator import (  # noqa: E402,F401
+            compare,
+            compare_geometries,
+            simulate,
+        )
 
 from hkv.reports import plot_run, plot_runs  # noqa: E402,F401
 
@@ -113,6 +117,7 @@ __all__ = [
     "plot_runs",
     "simulate",
     "compare",
+    "compare_geometries",
     "preset_names",
     "read_mooncake_trace",
     "replay",

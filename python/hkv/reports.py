@@ -20,10 +20,40 @@ def _is_report(item):
     return isinstance(item, dict) and "label" in item
 
 
+def from_compare(configuration):
+    """A configuration of ``hkv compare --json`` (schema "hkv.compare/1") as
+    a report: its trace run's totals, requests, KV usage and miss causes,
+    and its capacity under the report's names."""
+    trace = configuration.get("trace", {})
+    capacity = configuration.get("capacity")
+    report = {
+        "label": configuration["label"],
+        "table": {"reused_tokens": trace.get("reused_tokens", 0),
+                  "prompt_tokens": trace.get("prompt_tokens", 0)},
+        "requests": trace.get("per_request", []),
+        "kv_usage": trace.get("kv_usage", []),
+        "miss_causes": trace.get("miss_causes", {}),
+    }
+    if isinstance(capacity, dict):
+        report["capacity"] = {
+            "engine_pool_tokens": capacity["engine_pool_tokens"],
+            "engine_max_concurrency": capacity["engine_max_concurrency"],
+            "whole_requests": capacity["hkv_whole_requests"],
+        }
+    return report
+
+
 def reports_in(data):
-    """The reports of a compare/simulate JSON: a bare list of reports, or an
-    object listing them under "configurations" or "reports"; None when
-    `data` is neither."""
+    """The reports of a compare/simulate JSON: a bare list of reports, an
+    object listing them under "configurations" or "reports", or the
+    "hkv.compare/1" object of ``hkv compare --json`` (its configurations,
+    through from_compare); None when `data` is none of these."""
+    if isinstance(data, dict) and data.get("schema") == "hkv.compare/1":
+        configurations = data.get("configurations")
+        if not isinstance(configurations, list) or not all(
+                map(_is_report, configurations)):
+            return None
+        return [from_compare(c) for c in configurations] or None
     if isinstance(data, dict):
         data = data.get("configurations", data.get("reports"))
     if isinstance(data, list) and data and all(map(_is_report, data)):

@@ -33,3 +33,12 @@ def compare(configs=None, vary="", **options):
     comparison) or one flag varied (``vary="concurrency=1,4"``): one report
     per configuration, as ``hkv compare --json``."""
     return json.loads(_hkv.compare_json(options, list(configs or []), vary))
+
+
+def compare_geometries(geometries=None, objective="ttft-p50", **options):
+    """The geometry comparison of ``hkv compare`` (no ``--config``): the
+    four default geometries and ``geometries``, on the scenarios and the
+    trace, with the recommendation; ``hkv compare --json`` as a dict
+    (schema "hkv.compare/1", docs/simulator.md)."""
+    return json.loads(_hkv.compare_geometries_json(
+        options, list(geometries or []), objective))

@@ -1,6 +1,6 @@
-// Bindings of the engine simulator as `hkv simulate` and `hkv compare` run
-// it (tools/hkv/sim_run.h): options by name, results as the commands' JSON
-// reports. Simulation runs without the GIL.
+// Bindings of the library's experiments (hkv/experiment.h) that `hkv
+// simulate` and `hkv compare` run: options by name, results as the
+// commands' JSON reports. Simulation runs without the GIL.
 #include <functional>
 #include <map>
 #include <optional>
@@ -8,12 +8,14 @@
 #include <vector>
 
 #include "bindings.h"
-#include "sim_run.h"
+#include "hkv/comparison.h"
+#include "hkv/experiment.h"
+#include "sim_report.h"
 
 namespace hkv::python {
 namespace {
 
-using cli::SimCommandOptions;
+using SimCommandOptions = ExperimentOptions;
 
 // A setter of one SimCommandOptions field from a Python value.
 using Setter = std::function<void(SimCommandOptions&, py::handle,
@@ -73,21 +75,31 @@ SimCommandOptions OptionsFrom(const py::dict& given) {
     it->second(options, value, "simulator option " + name);
     options.given.insert(name);
   }
+  options.data_dir = HKV_DATA_DIR;
   // The ranges the commands' flags have.
-  if (Result<void> ok =
-          cli::CheckSimOptions(options, cli::OptionNames::kPython);
-      !ok) {
+  if (Result<void> ok = CheckSimOptions(options, OptionNames::kPython); !ok) {
     throw UsageError("simulator option " + ok.error().message);
   }
   return options;
 }
 
 // The runs as the commands' JSON: one report per configuration.
-std::string ReportsJson(const Result<cli::SimRuns>& runs) {
+std::string ReportsJson(const Result<SimRuns>& runs, bool open_loop) {
   if (!runs) throw ResultError(runs.error());
   nlohmann::json out = nlohmann::json::array();
-  for (const cli::SimReport& r : runs->Reports()) {
-    out.push_back(cli::ReportJson(r));
+  for (const SimRun& run : runs->runs) {
+    out.push_back(cli::ReportJson(
+        {.label = run.config.label,
+         .result = &run.result,
+         .cost_model = runs->cost_model,
+         .wall_s = run.wall_s,
+         .groups = run.config.groups,
+         .capacity = run.config.capacity,
+         .max_model_len = run.config.max_model_len,
+         .figures = &run.figures,
+         .load = open_loop
+                     ? std::optional<Load>(LoadOf(runs->workload, run.result))
+                     : std::nullopt}));
   }
   return out.dump();
 }
@@ -100,7 +112,7 @@ void BindSimulator(py::module_& m) {
       [](const py::dict& options) {
         const SimCommandOptions o = OptionsFrom(options);
         py::gil_scoped_release release;
-        return ReportsJson(cli::RunSimulation(o, {}));
+        return ReportsJson(RunSimulation(o, {}), o.open_loop);
       },
       py::arg("options"),
       "Runs `hkv simulate` with the options (SimCommandOptions field names) "
@@ -109,14 +121,31 @@ void BindSimulator(py::module_& m) {
       "compare_json",
       [](const py::dict& options, std::vector<std::string> configs,
          std::string vary) {
-        cli::CompareCommandOptions o{.sim = OptionsFrom(options),
-                                     .configs = std::move(configs),
-                                     .vary = std::move(vary)};
+        CompareOptions o{.sim = OptionsFrom(options),
+                         .configs = std::move(configs),
+                         .vary = std::move(vary)};
         py::gil_scoped_release release;
-        return ReportsJson(cli::RunComparison(o, {}));
+        return ReportsJson(RunComparison(o, {}), o.sim.open_loop);
       },
       py::arg("options"), py::arg("configs"), py::arg("vary"),
       "Runs `hkv compare` and returns its JSON reports, one per column");
+  m.def(
+      "compare_geometries_json",
+      [](const py::dict& options, std::vector<std::string> geometries,
+         std::string objective) {
+        CompareOptions o{.sim = OptionsFrom(options),
+                         .geometries = std::move(geometries),
+                         .objective = std::move(objective)};
+        Result<GeometryComparisonOptions> ab = GeometryComparisonFrom(o);
+        if (!ab) throw ResultError(ab.error());
+        py::gil_scoped_release release;
+        Result<Comparison> c = RunGeometryComparison(*ab, {});
+        if (!c) throw ResultError(c.error());
+        return ComparisonJson(*c);
+      },
+      py::arg("options"), py::arg("geometries"), py::arg("objective"),
+      "Runs the geometry comparison of `hkv compare` without --config and "
+      "returns its JSON (schema hkv.compare/1)");
 }
 
 }  // namespace hkv::python

@@ -216,6 +216,61 @@ def test_reports_found_in_every_compare_shape():
     assert reports.sweep_in({"runs": []}) is None
 
 
+def compare1_configuration(label, reused):
+    """A configuration of `hkv compare --json` ("hkv.compare/1"), cut down
+    to what the charts read."""
+    return {"label": label, "groups_resolved": "full:256",
+            "capacity": {"max_model_len": 1024, "engine_pool_tokens": 4096,
+                         "engine_max_concurrency": 4.0,
+                         "hkv_whole_requests": 3, "hkv_mean_requests": 3.5},
+            "trace": {"requests": 2, "prompt_tokens": 200,
+                      "reused_tokens": reused,
+                      "miss_causes": {"evicted": {"requests": 1,
+                                                  "tokens": 64},
+                                      "evicted_chain": {"requests": 1,
+                                                        "tokens": 64}},
+                      "ttft_sorted_s": [0.5, 2.0],
+                      "per_request": [
+                          {"arrival_s": 0.0, "first_token_s": 2.0,
+                           "prompt_tokens": 100, "reused_tokens": 0},
+                          {"arrival_s": 1.0, "first_token_s": 1.5,
+                           "prompt_tokens": 100, "reused_tokens": reused}],
+                      "kv_usage": [[0.0, 0.1], [1.0, 0.5], [2.0, 0.4]]}}
+
+
+def compare1():
+    return {"schema": "hkv.compare/1", "preset": "p", "cost_model": "c",
+            "configurations": [compare1_configuration("256/256/256", 64),
+                               compare1_configuration("2048/256/256", 32)],
+            "recommendation": {"winner": "256/256/256"}}
+
+
+def test_compare1_series():
+    found = reports.reports_in(compare1())
+    assert [r["label"] for r in found] == ["256/256/256", "2048/256/256"]
+    assert reports.capacity_bars(found)[0] == ("256/256/256", {
+        "engine_pool_tokens": 4096, "engine_max_concurrency": 4.0,
+        "whole_requests": 3})
+    assert reports.hit_ratio(found[0]) == pytest.approx(64 / 200)
+    assert reports.ttft_cdf(found[0]) == ([0.5, 2.0], [0.5, 1.0])
+    assert reports.miss_cause_tokens(found[1]["miss_causes"])[
+        "evicted before reuse"] == 64
+    run = reports.plot_run(found[0])
+    assert run["timeline"]["t_s"] == [0.0, 1.0, 2.0]
+    assert run["timeline"]["hit_ratio"] == [0.0, 0.0, pytest.approx(0.32)]
+    assert reports.reports_in({"schema": "hkv.compare/1",
+                               "configurations": [{"x": 1}]}) is None
+
+
+def test_compare1_draws_without_the_extension(tmp_path):
+    path = write(tmp_path / "compare.json", compare1())
+    result = pure_run([path, "-o", str(tmp_path / "out")], tmp_path)
+    assert result.returncode == 0, result.stderr
+    for name in ["engine_capacity", "hit_ratio", "kv_usage", "ttft",
+                 "miss_causes"]:
+        assert (tmp_path / "out" / f"{name}.svg").stat().st_size > 1000
+
+
 def test_malformed_sweep_names_the_field(tmp_path):
     bad = write(tmp_path / "bad.json", {"sweep": {"parameter": "budget_gib",
                 "points": [{"value": 16, "reports": [{"table": {}}]}]}})

@@ -41,6 +41,20 @@ def test_compare_runs_the_built_in_comparison():
     assert [r["label"] for r in varied] == ["concurrency=1", "concurrency=4"]
 
 
+def test_compare_geometries_returns_the_a_b_with_a_recommendation():
+    c = hkv.compare_geometries(limit=10, geometries=["4096/256/256"],
+                               objective="reuse")
+    assert c["schema"] == "hkv.compare/1"
+    labels = [x["label"] for x in c["configurations"]]
+    assert labels == ["256/256/256", "2048/2048/2048", "2048/2048/256",
+                      "2048/256/256", "4096/256/256"]
+    assert c["objective"] == "reuse"
+    assert c["recommendation"]["winner"] in labels
+    assert all(x["trace"]["requests"] == 10 for x in c["configurations"])
+    with pytest.raises(hkv.Error, match="unknown objective"):
+        hkv.compare_geometries(objective="fastest")
+
+
 def test_misuse_raises():
     with pytest.raises(hkv.UsageError, match="unknown simulator option"):
         hkv.simulate(bogus=1)

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,13 @@
 #include "synthetic_tokens.h"
 
 namespace hkv::internal {
+
+inline std::uint32_t DraftRewind(const CacheConfig& cache) {
+  for (const GroupSpec& g : cache.groups) {
+    if (g.speculation == Speculation::kEagle) return cache.keys.hash_unit;
+  }
+  return 0;
+}
 
 // A request between its arrival and its finish.
 struct Live {
@@ -62,6 +70,7 @@ class Engine {
   Result<void> ScheduleWaiting();
   std::uint32_t DecodeDrafts(std::size_t index) const;
   CacheHit Lookup(std::size_t index);
+  HitClass ClassOf(const CacheHit& hit, const Request& request) const;
   std::optional<NewBlocks> Allocate(std::size_t index,
                                     const AllocationRequest& args);
   void Preempt(std::size_t index);
@@ -107,6 +116,12 @@ class Engine {
   std::uint64_t prefill_tokens_ = 0;
   SimStats stats_;
   SimulationResult result_;
+  // The first key of every finished request's prompt: a later miss on one
+  // of them lost a chain that was cached.
+  std::unordered_set<BlockHash> cached_once_;
+  // Tokens a draft model's group rewinds a hit by: a hash unit when a group
+  // holds draft layers, else 0.
+  std::uint32_t draft_rewind_ = DraftRewind(options_.cache);
 };
 
 }  // namespace hkv::internal

@@ -140,6 +140,10 @@ void SimStats::Summarize(SimulationResult& result) {
       result.manager_ns[c][h] = Times(call_ns_[c][h]);
     }
   }
+  const auto lookup = static_cast<std::size_t>(ManagerCall::kLookup);
+  for (std::size_t h = 0; h < kNumHitClasses; ++h) {
+    result.lookup_ns[h] = call_ns_[lookup][h];  // sorted by Times
+  }
 }
 
 Capacity EstimateCapacity(const CacheConfig& config,

@@ -55,6 +55,9 @@ void Engine::Complete() {
     m.finish_s = now_;
     m.finish_step = result_.steps - 1;
     m.output_tokens = live.outputs;
+    if (!live.request->keys().empty()) {
+      cached_once_.insert(live.request->keys()[0]);
+    }
     live.request.reset();
     ++result_.finished;
     arrivals_.Finished(index, now_);

@@ -1,68 +1,35 @@
-// Numbers and files given on the command line (and through the Python
-// module's options): whole numbers and reals within stated ranges, CLI11
-// validators that refuse others with a message naming the range, and a
-// bounded file read. Each error says what was given and what is accepted;
-// the caller (or CLI11) names the option.
+// CLI11 validators of numbers on the command line: whole numbers and reals
+// within stated ranges (the library's sim/numbers.h parses them), refusing
+// others with a usage error naming the option, the value and the range.
 //
 // Thread-safety: pure functions.
 //
 // Example:
 //   sub.add_option("--num-blocks", o.num_blocks)
 //       ->check(WholeIn(1, kMaxPoolBlocks - 1));
-//   Result<std::uint64_t> n = ParseWhole("1e6", 0, 1 << 20);  // 1000000
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
-#include <string_view>
-#include <utility>
 
 #include "hkv/result.h"
+#include "sim/numbers.h"
 
 namespace hkv::cli {
 
-// A whole number in [min, max]: decimal digits, or exponent form that is
-// whole ("1e6"). kInvalidArgument "\"TEXT\" is not a whole number in [min,
-// max]" for anything else (a sign, a fraction, nan, inf, out of range).
-[[nodiscard]] Result<std::uint64_t> ParseWhole(std::string_view text,
-                                               std::uint64_t min,
-                                               std::uint64_t max);
+using internal::Named;
+using internal::NumberText;
+using internal::ParseReal;
+using internal::ParseWhole;
+using internal::RangeText;
+using internal::ReadSmallFile;
+using internal::RealRange;
 
-// A finite number in [min, max] (or (min, max] when `min_excluded`).
-// kInvalidArgument naming the text and the range for anything else.
-struct RealRange {
-  double min = 0.0;
-  double max = 0.0;
-  bool min_excluded = false;
-};
-[[nodiscard]] Result<double> ParseReal(std::string_view text,
-                                       const RealRange& range);
-
-// `value` in at most six significant digits ("1e+300", "nan").
-std::string NumberText(double value);
-
-// "[min, max]" or "(min, max]", numbers in at most six digits.
-std::string RangeText(const RealRange& range);
-std::string RangeText(std::uint64_t min, std::uint64_t max);
-
-// CLI11 validators of the two: a usage error naming the option, the value
-// and the range. WholeIn rewrites exponent forms as digits for CLI11's
+// The validators: a usage error naming the option, the value and the
+// range. WholeIn rewrites exponent forms as digits for CLI11's
 // conversion.
 CLI::Validator WholeIn(std::uint64_t min, std::uint64_t max);
 CLI::Validator RealIn(const RealRange& range);
-
-// `error` with its message prefixed by "what: ", for naming the option (or
-// field) an error comes from.
-inline tl::unexpected<Error> Named(const std::string& what, Error error) {
-  error.message = what + ": " + error.message;
-  return tl::unexpected<Error>(std::move(error));
-}
-
-// The contents of file `path`, at most `max_bytes` of them. kIoError naming
-// the path and the reason (missing, a directory, unreadable), or
-// kInvalidArgument for a longer file (read no further than the limit).
-[[nodiscard]] Result<std::string> ReadSmallFile(const std::string& path,
-                                                std::uint64_t max_bytes);
 
 }  // namespace hkv::cli

@@ -31,18 +31,20 @@ double Percent(std::uint64_t part, std::uint64_t whole) {
 
 constexpr std::array<const char*, kNumManagerCalls> kCalls = {
     "lookup", "allocate", "commit", "free"};
-constexpr std::array<const char*, kNumHitClasses> kClasses = {"cold", "sparse",
-                                                              "warm"};
+constexpr std::array<const char*, kNumHitClasses> kClasses = {
+    "cold", "sparse", "warm", "evicted"};
 
 struct Miss {
   const char* key;
   const MissCounters* counters;
 };
-std::array<Miss, 4> Misses(const PrefixCacheStats& s) {
+std::array<Miss, 5> Misses(const SimulationResult& r) {
+  const PrefixCacheStats& s = r.manager_stats;
   return {{{"speculative_rewind", &s.speculative_rewind},
            {"no_checkpoint", &s.no_checkpoint},
            {"window_not_covered", &s.window_not_covered},
-           {"evicted", &s.evicted}}};
+           {"evicted", &s.evicted},
+           {"evicted_chain", &r.evicted_chains}}};
 }
 
 void AddLatencies(std::vector<Field>& f, const SimulationResult& r) {
@@ -76,7 +78,7 @@ void AddManagerTimes(std::vector<Field>& f, const SimulationResult& r) {
 
 // Miss causes and per-group residency.
 void AddCacheCounters(std::vector<Field>& f, const SimulationResult& r) {
-  for (const Miss& m : Misses(r.manager_stats)) {
+  for (const Miss& m : Misses(r)) {
     f.push_back({fmt::format("miss_{}_requests", m.key),
                  fmt::format("miss {} (req/tokens)", m.key),
                  fmt::format("{}", m.counters->requests),
@@ -155,9 +157,9 @@ std::vector<Field> Fields(const SimReport& report) {
       {"requests", "requests", fmt::format("{}", r.requests)},
       {"finished", "finished", fmt::format("{}", r.finished)},
       {"pool_blocks", "pool blocks", fmt::format("{}", r.usable_blocks)},
-      {"capacity_tokens", "capacity: one request (tokens)",
+      {"capacity_tokens", "longest request alone (tokens)",
        fmt::format("{}", r.capacity_tokens)},
-      {"capacity_concurrency", "capacity: mean requests at once",
+      {"capacity_concurrency", "mean-length requests at once",
        fmt::format("{:.1f}", r.capacity_concurrency)},
       {"prompt_tokens", "prompt tokens", fmt::format("{}", r.prompt_tokens)},
       {"reused_tokens", "reused tokens", fmt::format("{}", r.reused_tokens)},
@@ -321,10 +323,17 @@ nlohmann::json ReportJson(const SimReport& report) {
     if (!f.key2.empty()) out["table"][f.key2] = Value(f.text2);
   }
   AddDeploymentJson(out, report);
+  out["saturation"] = nullptr;  // closed loop
+  if (report.load) {
+    out["saturation"] = {{"offered_per_s", report.load->offered_per_s},
+                         {"served_per_s", report.load->served_per_s},
+                         {"peak_waiting", report.load->peak_waiting},
+                         {"saturated", report.load->saturated}};
+  }
   out["ttft"] = Latency(r.ttft);
   out["tpot"] = Latency(r.tpot);
   out["e2e"] = Latency(r.e2e);
-  for (const Miss& m : Misses(r.manager_stats)) {
+  for (const Miss& m : Misses(r)) {
     out["miss_causes"][m.key] = {{"requests", m.counters->requests},
                                  {"tokens", m.counters->tokens}};
   }
@@ -344,24 +353,19 @@ nlohmann::json ReportJson(const SimReport& report) {
   return out;
 }
 
-void PrintLoad(const std::vector<SimRequest>& workload,
-               const SimReport& report) {
-  const SimulationResult& r = *report.result;
-  if (workload.empty() || r.makespan_s <= 0.0) return;
-  const double span = workload.back().arrival_s - workload.front().arrival_s;
-  const double offered =
-      span > 0.0 ? static_cast<double>(workload.size()) / span : 0.0;
-  const double served = static_cast<double>(r.finished) / r.makespan_s;
+void PrintLoad(const SimReport& report) {
+  if (!report.load || report.load->offered_per_s <= 0.0) return;
+  const Load& load = *report.load;
   fmt::print(stderr,
-             "{}: offered {:.2f} requests/s over {:.0f} s; the modelled "
-             "engine served {:.2f} requests/s\n",
-             report.label, offered, span, served);
-  if (offered > served && r.makespan_s > 1.5 * span) {
+             "{}: offered {:.2f} requests/s; the modelled engine served "
+             "{:.2f} requests/s\n",
+             report.label, load.offered_per_s, load.served_per_s);
+  if (load.saturated) {
     fmt::print(stderr,
                "{}: warning: the queue grew without bound (peak {} waiting): "
                "the offered load exceeds the modelled capacity; latencies "
                "measure the backlog\n",
-               report.label, r.peak_waiting);
+               report.label, load.peak_waiting);
   }
 }
 

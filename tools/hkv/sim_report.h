@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "hkv/comparison.h"
 #include "hkv/deployment.h"
 #include "hkv/scenarios.h"
 #include "hkv/simulator.h"
@@ -24,6 +25,8 @@ struct SimReport {
   std::optional<DeploymentCapacity> capacity = std::nullopt;
   std::uint64_t max_model_len = 0;
   const std::vector<ScenarioFigure>* figures = nullptr;  // may be empty
+  // Open loop: the offered load against the served (JSON "saturation").
+  std::optional<Load> load = std::nullopt;
 };
 
 void PrintText(const std::vector<SimReport>& reports);
@@ -31,8 +34,7 @@ void PrintCsv(const std::vector<SimReport>& reports);
 nlohmann::json ReportJson(const SimReport& report);
 
 // Open loop: the offered load against what the modelled engine served;
-// a warning on stderr when the queue kept growing.
-void PrintLoad(const std::vector<SimRequest>& workload,
-               const SimReport& report);
+// a warning on stderr when the queue kept growing (the JSON says so too).
+void PrintLoad(const SimReport& report);
 
 }  // namespace hkv::cli

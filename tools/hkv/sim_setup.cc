@@ -1,232 +1,183 @@
+// The flags of `hkv simulate` and `hkv compare`: each numeric flag checked
+// against its range in the library's table (sim/experiment_util.h), which
+// CheckSimOptions and --vary share.
 #include "sim_setup.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <limits>
+#include <span>
+#include <stdexcept>
 #include <string>
-#include <utility>
+#include <string_view>
+#include <variant>
 #include <vector>
 
-#include "hkv/cost_model.h"
 #include "hkv/group_list.h"
-#include "hkv/keys.h"
 #include "hkv/limits.h"
 #include "numbers.h"
+#include "sim/experiment_util.h"
 
 namespace hkv::cli {
 namespace {
 
-Result<CostModel> CostFromFlags(const SimCommandOptions& o) {
-  Result<CostModel> cost = CostModelPreset(o.cost_model);
-  if (!cost) return Named("--cost-model", cost.error());
-  if (!o.cost_file.empty()) {
-    Result<std::string> text = ReadSmallFile(o.cost_file, kMaxConfigFileBytes);
-    if (!text) return Named("--cost-file", text.error());
-    cost = ApplyCostJson(std::move(*cost), *text);
-    if (!cost) return Named("--cost-file " + o.cost_file, cost.error());
+using internal::NumberFlag;
+using O = SimCommandOptions;
+
+const NumberFlag& Flag(std::string_view name) {
+  const std::span<const NumberFlag> flags = internal::NumberFlags();
+  const auto it =
+      std::find_if(flags.begin(), flags.end(),
+                   [name](const NumberFlag& f) { return f.name == name; });
+  if (it == flags.end()) {  // a bug here, not bad input
+    throw std::logic_error("no numeric flag --" + std::string(name));
   }
-  for (const std::string& item : o.cost) {
-    const std::size_t eq = item.find('=');
-    double value = 0.0;
-    const char* end = item.data() + item.size();
-    const bool number =
-        eq != std::string::npos &&
-        std::from_chars(item.data() + eq + 1, end, value).ptr == end &&
-        eq + 1 < item.size();
-    if (!number) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "--cost wants KEY=NUMBER, got \"" + item + "\"");
-    }
-    if (Result<void> ok = SetCostCoefficient(*cost, item.substr(0, eq), value);
-        !ok) {
-      return Named("--cost " + item, ok.error());
-    }
-  }
-  return cost;
+  return *it;
 }
 
-// Usable blocks for `capacity` tokens: per group capacity / its block.
-std::uint64_t BlocksForCapacity(const std::vector<GroupSpec>& groups,
-                                std::uint32_t dcp, std::uint64_t capacity) {
-  std::uint64_t blocks = 0;
-  for (const GroupSpec& g : groups) blocks += capacity / TokensPerBlock(g, dcp);
-  return blocks;
+// Adds numeric flag `name` with its range check.
+CLI::Option* AddNumber(CLI::App& sub, O& o, std::string_view name,
+                       const std::string& help) {
+  const NumberFlag& flag = Flag(name);
+  CLI::Option* option = std::visit(
+      [&](auto field) {
+        return sub.add_option("--" + std::string(name), o.*field, help);
+      },
+      flag.field);
+  return option->check(flag.IsReal() ? RealIn(flag.real)
+                                     : WholeIn(flag.min, flag.max));
 }
 
-std::uint32_t SmallestBlock(const std::vector<GroupSpec>& groups,
-                            std::uint32_t dcp) {
-  std::uint64_t unit = std::numeric_limits<std::uint32_t>::max();
-  for (const GroupSpec& g : groups) {
-    unit = std::min(unit, TokensPerBlock(g, dcp));
-  }
-  return static_cast<std::uint32_t>(unit);
+void AddWorkloadOptions(CLI::App& sub, O& o) {
+  sub.add_option(
+      "--workload", o.workload,
+      "KIND[:ARGS]: mooncake:FILE, azure:FILE[,prefixes=N,prefix=T,"
+      "shared=F,seed=S], fanout[:requests=N,prefix=T,suffix=T,output=T,"
+      "interval=S,warmup=0|1,seed=S], "
+      "agent[:sessions=N,turns=N,system=T,message=T,"
+      "output=T,interval=S,think=S,seed=S], repeat[:requests=N,"
+      "prompt=T,output=T,seed=S], and the named scenarios cold-prefill:"
+      "prompt=P, resend:prompt=P, shared-prefix:streams=N,prefix=P,suffix=S, "
+      "needle:document=D,question=Q[,documents=N,questions=N,warmup=0|1], "
+      "decode-cell:concurrency=C,context=X,seconds=S[,turn=T,turns=N] "
+      "(each also output=T,seed=S) (default: the bundled Mooncake "
+      "conversation trace). Limits: " +
+          std::to_string(kMaxRequestsPerWorkload) + " requests, " +
+          std::to_string(kMaxTokensPerRequest) +
+          " tokens per request (prompt and output), " +
+          std::to_string(kMaxTraceLineBytes) +
+          " bytes per trace line; times up to " + NumberText(kMaxInputSeconds) +
+          " s");
+  AddNumber(sub, o, "limit",
+            "Keep the first N requests, read or generated no further (0: the "
+            "whole workload)");
+  AddNumber(sub, o, "time-scale",
+            "Divide arrival times by this (> 1 compresses)")
+      ->capture_default_str();
+  AddNumber(sub, o, "duration",
+            "Keep requests arriving in the first S seconds (scaled)");
 }
 
-// The pool of an explicit cache: where each field came from, for errors
-// (a flag, or a --config spec's key).
-struct CacheFields {
-  std::string groups = {};
-  std::uint32_t hash_unit = 0;
-  std::optional<std::uint64_t> num_blocks = std::nullopt;
-  std::optional<std::uint64_t> capacity_tokens = std::nullopt;
-  // How errors name the fields: a flag and a space, or a key and '='.
-  std::string groups_name = "--groups ";
-  std::string blocks_name = "--num-blocks ";
-  std::string capacity_name = "--capacity-tokens ";
-};
-
-Result<std::uint32_t> UsableBlocks(const CacheFields& f,
-                                   const std::vector<GroupSpec>& groups,
-                                   std::uint32_t dcp) {
-  constexpr std::uint64_t kMax = kMaxPoolBlocks - 1;  // the null block
-  if (f.num_blocks) {
-    if (*f.num_blocks >= 1 && *f.num_blocks <= kMax) {
-      return static_cast<std::uint32_t>(*f.num_blocks);
-    }
-    return Fail(ErrorCode::kInvalidArgument,
-                f.blocks_name + std::to_string(*f.num_blocks) +
-                    " is not in [1, " + std::to_string(kMax) +
-                    "] (the limit of blocks per pool, null block excluded)");
-  }
-  if (!f.capacity_tokens) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "cache groups need --num-blocks or --capacity-tokens");
-  }
-  const std::uint64_t usable =
-      BlocksForCapacity(groups, dcp, *f.capacity_tokens);
-  if (usable >= 1 && usable <= kMax) return static_cast<std::uint32_t>(usable);
-  return Fail(ErrorCode::kInvalidArgument,
-              f.capacity_name + std::to_string(*f.capacity_tokens) + " gives " +
-                  std::to_string(usable) + " usable blocks, not in " + "[1, " +
-                  std::to_string(kMax) +
-                  "] (the limit of blocks per pool, null block excluded)");
+void AddCacheOptions(CLI::App& sub, O& o) {
+  sub.add_option("--groups", o.groups,
+                 "Cache groups (group-list syntax, as `hkv replay`); "
+                 "without it the deployment flags resolve the cache")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            Result<std::vector<GroupSpec>> groups = ParseGroupList(text);
+            return groups ? std::string() : groups.error().message;
+          },
+          "LIST"));
+  AddNumber(sub, o, "hash-unit",
+            "Tokens per prefix key (0: the smallest block)")
+      ->capture_default_str();
+  AddNumber(sub, o, "num-blocks",
+            "Pool size in blocks, null block excluded (at most " +
+                std::to_string(kMaxPoolBlocks) + " with it)");
+  AddNumber(sub, o, "capacity-tokens",
+            "Pool size in tokens: each group gets capacity / its block "
+            "blocks");
+  AddNumber(sub, o, "dcp", "Decode-context-parallel width")
+      ->capture_default_str();
+  AddNumber(sub, o, "retention-interval",
+            "Sparse retention R (default: keep all states)");
+  AddFreeOrderOption(sub, o.free_order);
+  sub.add_option("--key-function", o.key_function, "Prefix key digest")
+      ->check(CLI::IsMember({"sha256_cbor", "xxh3_128_cbor"}))
+      ->capture_default_str();
+  sub.add_option("--preset", o.preset,
+                 "Deployment preset (data/deployments/): its model, TP, DCP, "
+                 "budget, geometry, engine, drafts and cost model, under the "
+                 "flags given");
+  sub.add_option("--model", o.model, "Model preset of the deployment")
+      ->capture_default_str();
+  AddNumber(sub, o, "tp", "Tensor-parallel width")->capture_default_str();
+  AddNumber(sub, o, "budget-gib", "KV-cache memory per rank")
+      ->capture_default_str();
+  sub.add_option("--geometry", o.geometry,
+                 "Page geometry target/recurrent/unit")
+      ->capture_default_str();
 }
 
-Result<CacheConfig> CacheFromGroups(const CacheFields& f,
-                                    const SimCommandOptions& o) {
-  Result<std::vector<GroupSpec>> groups = ParseGroupList(f.groups);
-  if (!groups) return Named(f.groups_name + f.groups, groups.error());
-  Result<KeyFunction> key = ParseKeyFunction(o.key_function);
-  if (!key) return Named("--key-function", key.error());
-  if (Result<void> ok = CheckDcp(*groups, o.dcp); !ok) {
-    return tl::unexpected(ok.error());
-  }
-  Result<std::uint32_t> usable = UsableBlocks(f, *groups, o.dcp);
-  if (!usable) return tl::unexpected(usable.error());
-  const std::uint32_t unit =
-      f.hash_unit != 0 ? f.hash_unit : SmallestBlock(*groups, o.dcp);
-  CacheConfig config{.groups = std::move(*groups),
-                     .num_blocks = *usable + 1,
-                     .keys = {.function = *key, .hash_unit = unit},
-                     .dcp = o.dcp,
-                     .retention_interval = o.retention_interval,
-                     .free_order = o.free_order};
-  if (Result<void> ok = config.Validate(); !ok) {
-    return tl::unexpected(ok.error());
-  }
-  return config;
+void AddEngineOptions(CLI::App& sub, O& o) {
+  AddNumber(sub, o, "max-batched-tokens", "Token budget per step")
+      ->capture_default_str();
+  AddNumber(sub, o, "max-num-seqs", "Running requests at most")
+      ->capture_default_str();
+  AddNumber(sub, o, "long-prefill-threshold",
+            "Longest prefill chunk (0: the budget)")
+      ->capture_default_str();
+  AddNumber(sub, o, "concurrency", "Closed loop: requests kept in the system")
+      ->capture_default_str();
+  sub.add_flag("--open-loop", o.open_loop,
+               "Requests arrive at their trace times instead");
+  AddNumber(sub, o, "spec-drafts",
+            "Draft tokens per decode (a --model deployment is planned for "
+            "as many speculative state blocks)")
+      ->capture_default_str();
+  AddNumber(sub, o, "spec-acceptance",
+            "Probability that each draft is accepted")
+      ->capture_default_str();
+  AddNumber(sub, o, "spec-lookahead",
+            "Extra slots allocated per step for drafts")
+      ->capture_default_str();
+  AddNumber(sub, o, "seed", "Seed of the draft acceptances")
+      ->capture_default_str();
 }
 
-Result<SimConfig> ConfigOfGroups(const CacheFields& f,
-                                 const SimCommandOptions& o) {
-  Result<CacheConfig> cache = CacheFromGroups(f, o);
-  if (!cache) return tl::unexpected(cache.error());
-  return SimConfig{.label = f.groups, .cache = std::move(*cache)};
+void AddCostAndOutputOptions(CLI::App& sub, O& o) {
+  sub.add_option("--cost-model", o.cost_model,
+                 "Cost model preset (modelled step times)")
+      ->capture_default_str();
+  sub.add_option("--cost-file", o.cost_file,
+                 "JSON object of cost coefficients over the preset (at most " +
+                     std::to_string(kMaxConfigFileBytes) + " bytes)");
+  sub.add_option("--cost", o.cost,
+                 "KEY=VALUE coefficient override (step_s, prefill_token_s, "
+                 "prefill_attention_s, decode_token_s, decode_context_s; "
+                 "seconds in [0, " +
+                     NumberText(kMaxInputSeconds) + "])");
+  CLI::Option* json = sub.add_flag("--json", o.json, "Print JSON");
+  sub.add_flag("--csv", o.csv, "Print CSV")->excludes(json);
 }
 
 }  // namespace
 
-Result<void> CheckDcp(const std::vector<GroupSpec>& groups, std::uint32_t dcp) {
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    const std::uint64_t tokens = TokensPerBlock(groups[g], dcp);
-    if (tokens > std::numeric_limits<std::uint32_t>::max()) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "--dcp " + std::to_string(dcp) + ": group " +
-                      std::to_string(g) + "'s block of " +
-                      std::to_string(groups[g].block_size) + " tokens x " +
-                      std::to_string(dcp) + " = " + std::to_string(tokens) +
-                      " tokens exceeds 2^32 - 1");
+void AddSimOptions(CLI::App& sub, SimCommandOptions& options) {
+  AddWorkloadOptions(sub, options);
+  AddCacheOptions(sub, options);
+  AddEngineOptions(sub, options);
+  AddCostAndOutputOptions(sub, options);
+  // HKV_DATA_DIR is the source tree's data/ folder.
+  options.data_dir = HKV_DATA_DIR;
+  // The flags given (as field names), which a preset does not override.
+  sub.parse_complete_callback([&sub, &options] {
+    for (const CLI::Option* opt : sub.get_options()) {
+      if (opt->count() == 0) continue;
+      std::string name = opt->get_name();
+      name.erase(0, name.find_first_not_of('-'));
+      std::replace(name.begin(), name.end(), '-', '_');
+      options.given.insert(name);
     }
-  }
-  return {};
-}
-
-Result<SimConfig> ConfigFromFlags(const SimCommandOptions& o) {
-  if (o.groups.empty()) {
-    Result<SimConfig> config = DeploymentConfig(o.geometry, o);
-    if (!config) return config;
-    if (o.num_blocks) {
-      Result<std::uint32_t> usable = UsableBlocks({.num_blocks = o.num_blocks},
-                                                  config->cache.groups, o.dcp);
-      if (!usable) return tl::unexpected(usable.error());
-      config->cache.num_blocks = *usable + 1;
-    }
-    return config;
-  }
-  return ConfigOfGroups({.groups = o.groups,
-                         .hash_unit = o.hash_unit,
-                         .num_blocks = o.num_blocks,
-                         .capacity_tokens = o.capacity_tokens},
-                        o);
-}
-
-Result<SimConfig> ConfigFromSpec(const std::string& spec,
-                                 const SimCommandOptions& o) {
-  Result<KeyValues> fields = ParseKeyValues(spec, ';');
-  if (!fields) return tl::unexpected(fields.error());
-  KeyValues& f = *fields;
-  const std::string label = f.count("label") ? f["label"] : spec;
-  const std::string geometry = f.count("geometry") ? f["geometry"] : "";
-  CacheFields cache{.groups = f.count("") ? f[""] : "",
-                    .num_blocks = o.num_blocks,
-                    .capacity_tokens = o.capacity_tokens,
-                    .groups_name = "groups ",
-                    .blocks_name = "blocks=",
-                    .capacity_name = "capacity="};
-  Result<std::uint64_t> unit = TakeNumber(
-      f, "unit", o.hash_unit, std::numeric_limits<std::uint32_t>::max());
-  Result<std::uint64_t> blocks = TakeNumber(f, "blocks", 0, kMaxPoolBlocks - 1);
-  Result<std::uint64_t> capacity =
-      TakeNumber(f, "capacity", 0, std::numeric_limits<std::uint64_t>::max());
-  for (const auto* r : {&unit, &blocks, &capacity}) {
-    if (!*r) return Named("--config " + spec, r->error());
-  }
-  for (const char* key : {"label", "geometry", ""}) f.erase(key);
-  if (!f.empty() || geometry.empty() == cache.groups.empty()) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "--config \"" + spec +
-                    "\" wants GROUPS[;unit=U][;blocks=N|;capacity=T]"
-                    "[;label=L] or geometry=T/R/U[;blocks=N][;label=L]");
-  }
-  cache.hash_unit = static_cast<std::uint32_t>(*unit);
-  if (*blocks != 0) cache.num_blocks = *blocks;
-  if (*capacity != 0) cache.capacity_tokens = *capacity;
-  Result<SimConfig> config = geometry.empty() ? ConfigOfGroups(cache, o)
-                                              : DeploymentConfig(geometry, o);
-  if (!config) return Named("--config " + spec, config.error());
-  if (!geometry.empty() && *blocks != 0) {
-    config->cache.num_blocks = static_cast<std::uint32_t>(*blocks + 1);
-  }
-  config->label = label;
-  return config;
-}
-
-Result<SimulationOptions> EngineFromFlags(const SimCommandOptions& o) {
-  Result<CostModel> cost = CostFromFlags(o);
-  if (!cost) return tl::unexpected(cost.error());
-  return SimulationOptions{
-      .cost = std::move(*cost),
-      .limits = {.max_num_batched_tokens = o.max_batched_tokens,
-                 .max_num_seqs = o.max_num_seqs,
-                 .long_prefill_threshold = o.long_prefill_threshold},
-      .speculation = {.num_drafts = o.spec_drafts,
-                      .acceptance_rate = o.spec_acceptance,
-                      .lookahead_slots = o.spec_lookahead,
-                      .seed = o.seed},
-      .arrivals =
-          o.open_loop ? ArrivalMode::kOpenLoop : ArrivalMode::kClosedLoop,
-      .concurrency = o.concurrency};
+  });
 }
 
 }  // namespace hkv::cli

@@ -5,14 +5,16 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "compare_print.h"
+#include "hkv/comparison.h"
 #include "hkv/deployment.h"
 #include "sim_report.h"
-#include "sim_run.h"
 #include "sim_setup.h"
 
 namespace hkv::cli {
@@ -31,6 +33,25 @@ SimProgress StderrProgress() {
   };
 }
 
+// One report per run, pointing into `runs`.
+std::vector<SimReport> Reports(const SimRuns& runs, bool open_loop) {
+  std::vector<SimReport> reports;
+  for (const SimRun& run : runs.runs) {
+    reports.push_back({.label = run.config.label,
+                       .result = &run.result,
+                       .cost_model = runs.cost_model,
+                       .wall_s = run.wall_s,
+                       .groups = run.config.groups,
+                       .capacity = run.config.capacity,
+                       .max_model_len = run.config.max_model_len,
+                       .figures = &run.figures,
+                       .load = open_loop ? std::optional<Load>(LoadOf(
+                                               runs.workload, run.result))
+                                         : std::nullopt});
+  }
+  return reports;
+}
+
 // Prints the runs as the options ask; 1 with the error on stderr.
 int Print(const char* command, const SimCommandOptions& o,
           const Result<SimRuns>& runs) {
@@ -38,9 +59,9 @@ int Print(const char* command, const SimCommandOptions& o,
     fmt::print(stderr, "hkv {}: {}\n", command, runs.error().message);
     return 1;
   }
-  const std::vector<SimReport> reports = runs->Reports();
+  const std::vector<SimReport> reports = Reports(*runs, o.open_loop);
   if (o.open_loop) {
-    for (const SimReport& r : reports) PrintLoad(runs->workload, r);
+    for (const SimReport& r : reports) PrintLoad(r);
   }
   if (o.json) {
     nlohmann::json out = nlohmann::json::array();
@@ -84,15 +105,23 @@ void RegisterCompare(CLI::App& app) {
   auto options = std::make_shared<CompareCommandOptions>();
   CLI::App* sub = app.add_subcommand(
       "compare",
-      "Simulate several cache configurations on one workload, side by side "
-      "(default: glm53-flash-like TP 4, 33 GiB, geometries 256/256/256, "
-      "2048/2048/2048, 2048/256/256, first 2000 requests of the bundled "
-      "conversation trace, closed loop at concurrency 16)");
+      "Compare cache configurations side by side. Without --config or "
+      "--vary: page geometries 256/256/256, 2048/2048/2048, 2048/2048/256 "
+      "and 2048/256/256 (and each --geometry) of the measured GB10 "
+      "deployment (preset glm53-flash-gb10x4) on the named scenarios and the "
+      "first 2000 requests of the bundled conversation trace, with a "
+      "recommendation and its sensitivity (docs/simulator.md)");
   AddSimOptions(*sub, options->sim);
   sub->add_option("--config", options->configs,
                   "A configuration (repeat): GROUPS[;unit=U][;blocks=N|"
                   ";capacity=T][;label=L] or geometry=T/R/U[;blocks=N]"
                   "[;label=L]; the default is the built-in comparison");
+  // Repeatable here: each --geometry adds a column.
+  sub->remove_option(sub->get_option("--geometry"));
+  sub->add_option("--geometry", options->geometries,
+                  "T/R/U (repeat): a column of the deployment at this page "
+                  "geometry, after the --config ones (with --vary: the "
+                  "geometry of the varied configuration)");
   sub->add_option("--vary", options->vary,
                   "NAME=V1,V2,...: one column per value of one flag "
                   "(concurrency, max-batched-tokens, max-num-seqs, "
@@ -100,12 +129,42 @@ void RegisterCompare(CLI::App& app) {
                   "spec-lookahead, retention-interval, num-blocks, hash-unit, "
                   "dcp, tp, budget-gib, geometry) on the one --config or the "
                   "flags' cache");
+  sub->add_option("--objective", options->objective,
+                  "What the recommendation optimises, among the "
+                  "configurations within 5 % of the best capacity: ttft-p50, "
+                  "ttft-p99, reuse, capacity, decode")
+      ->capture_default_str();
+  sub->add_flag("--search", options->search,
+                "Rank geometries (target 256..4096, recurrent pages and hash "
+                "unit 256 or the target) x retention (dense, interval 0) on "
+                "the trace, for the deployment and budget of the flags");
   OnRun(sub, options, &RunCompare);
 }
 
 int RunCompare(const CompareCommandOptions& options) {
-  return Print("compare", options.sim,
-               RunComparison(options, StderrProgress()));
+  if (!options.configs.empty() || !options.vary.empty()) {
+    return Print("compare", options.sim,
+                 RunComparison(options, StderrProgress()));
+  }
+  Result<GeometryComparisonOptions> ab = GeometryComparisonFrom(options);
+  Result<Comparison> c = !ab ? Result<Comparison>(tl::unexpected(ab.error()))
+                         : options.search
+                             ? RunGeometrySearch(*ab, StderrProgress())
+                             : RunGeometryComparison(*ab, StderrProgress());
+  if (!c) {
+    fmt::print(stderr, "hkv compare: {}\n", c.error().message);
+    return 1;
+  }
+  if (options.sim.json) {
+    fmt::print("{}\n", ComparisonJson(*c));
+  } else if (options.sim.csv) {
+    PrintComparisonCsv(*c);
+  } else if (options.search) {
+    PrintSearch(*c);
+  } else {
+    PrintComparison(*c);
+  }
+  return 0;
 }
 
 }  // namespace hkv::cli

@@ -6,19 +6,22 @@
 #include <string>
 #include <utility>
 
+#include "hkv/experiment.h"
 #include "hkv/keys.h"
-#include "numbers.h"
-#include "sim_setup.h"
+#include "sim/experiment_util.h"
+#include "sim/numbers.h"
 
-namespace hkv::cli {
+namespace hkv {
 namespace {
+
+using internal::Named;
 
 constexpr double kGiB = 1073741824.0;
 // The measured deployment model-based runs default to.
 constexpr const char* kMeasuredPreset = "glm53-flash-gb10x4";
 
 // The preset of `o`, or a plain DeploymentSpec when none is named.
-Result<DeploymentSpec> BaseSpec(const SimCommandOptions& o) {
+Result<DeploymentSpec> BaseSpec(const ExperimentOptions& o) {
   if (o.preset.empty()) return DeploymentSpec{};
   Result<DeploymentPreset> preset = LoadDeploymentPreset(o.preset);
   if (!preset) return tl::unexpected(preset.error());
@@ -27,14 +30,14 @@ Result<DeploymentSpec> BaseSpec(const SimCommandOptions& o) {
 
 }  // namespace
 
-void DefaultToMeasured(SimCommandOptions& o, bool uses_groups) {
+void DefaultToMeasured(ExperimentOptions& o, bool uses_groups) {
   if (o.preset.empty() && !uses_groups && o.groups.empty() &&
       !o.given.count("model")) {
     o.preset = kMeasuredPreset;
   }
 }
 
-Result<void> ApplyPreset(SimCommandOptions& o) {
+Result<void> ApplyPreset(ExperimentOptions& o) {
   if (o.preset.empty()) return {};
   Result<DeploymentPreset> preset = LoadDeploymentPreset(o.preset);
   if (!preset) return tl::unexpected(preset.error());
@@ -61,7 +64,7 @@ Result<void> ApplyPreset(SimCommandOptions& o) {
 }
 
 Result<SimConfig> DeploymentConfig(const std::string& geometry,
-                                   const SimCommandOptions& o) {
+                                   const ExperimentOptions& o) {
   Result<DeploymentSpec> base = BaseSpec(o);
   if (!base) return tl::unexpected(base.error());
   DeploymentSpec spec = std::move(*base);
@@ -102,4 +105,4 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
                    .max_model_len = spec.context_tokens};
 }
 
-}  // namespace hkv::cli
+}  // namespace hkv

@@ -1,4 +1,4 @@
-// --workload KIND[:ARGS] of `hkv simulate` and `hkv compare`.
+// The workloads of the experiments (hkv/experiment.h): KIND[:ARGS].
 #include <concepts>
 #include <cstdint>
 #include <limits>
@@ -8,20 +8,29 @@
 #include <vector>
 
 #include "hkv/azure_trace.h"
+#include "hkv/experiment.h"
 #include "hkv/limits.h"
 #include "hkv/mooncake_trace.h"
 #include "hkv/scenarios.h"
-#include "numbers.h"
-#include "sim_setup.h"
+#include "sim/experiment_util.h"
+#include "sim/numbers.h"
 
-namespace hkv::cli {
+namespace hkv {
 namespace {
+
+using internal::KeyValues;
+using internal::Named;
+using internal::NumberText;
+using internal::ParseKeyValues;
+using internal::ParseReal;
+using internal::ParseWhole;
+using internal::RealRange;
 
 using Limit = std::optional<std::size_t>;
 
-// The bundled trace; HKV_DATA_DIR is the source tree's data/ folder.
+// The bundled trace, under the data folder.
 constexpr const char* kDefaultTrace =
-    HKV_DATA_DIR "/traces/mooncake_conversation_trace.jsonl";
+    "/traces/mooncake_conversation_trace.jsonl";
 
 // Takes the generator arguments of `fields`, each into its field, checked
 // against the field's range; what is left over is an unknown argument. The
@@ -148,8 +157,10 @@ Result<std::vector<SimRequest>> Generator(const std::string& kind, KeyValues f,
 }
 
 // The workload of `spec`, at most `limit` requests of it read or made.
-Result<std::vector<SimRequest>> Uncut(const std::string& spec, Limit limit) {
-  if (spec.empty()) return Mooncake(kDefaultTrace, limit);
+Result<std::vector<SimRequest>> Uncut(const std::string& spec,
+                                      const std::string& data_dir,
+                                      Limit limit) {
+  if (spec.empty()) return Mooncake(data_dir + kDefaultTrace, limit);
   const std::size_t colon = spec.find(':');
   const std::string kind = spec.substr(0, colon);
   const std::string args =
@@ -184,13 +195,16 @@ Result<std::vector<SimRequest>> Uncut(const std::string& spec, Limit limit) {
 
 }  // namespace
 
-Result<std::vector<SimRequest>> LoadWorkload(const SimCommandOptions& o) {
+Result<std::vector<SimRequest>> LoadWorkload(const ExperimentOptions& o) {
+  // A limit of 0 keeps the whole workload.
+  const Limit limit = o.limit == std::size_t{0} ? std::nullopt : o.limit;
   const WorkloadCut cut{
-      .limit = o.limit, .time_scale = o.time_scale, .duration_s = o.duration_s};
+      .limit = limit, .time_scale = o.time_scale, .duration_s = o.duration_s};
   if (Result<void> ok = cut.Validate(); !ok) return tl::unexpected(ok.error());
   const std::string name =
       "--workload " + (o.workload.empty() ? "(default)" : o.workload);
-  Result<std::vector<SimRequest>> workload = Uncut(o.workload, o.limit);
+  Result<std::vector<SimRequest>> workload =
+      Uncut(o.workload, o.data_dir, limit);
   if (!workload) return Named(name, workload.error());
   if (Result<void> ok = ValidateWorkload(*workload); !ok) {
     return Named(name, ok.error());
@@ -203,4 +217,4 @@ Result<std::vector<SimRequest>> LoadWorkload(const SimCommandOptions& o) {
   return out;
 }
 
-}  // namespace hkv::cli
+}  // namespace hkv

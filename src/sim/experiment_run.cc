@@ -1,27 +1,29 @@
-#include "sim_run.h"
-
+// The experiments of hkv/experiment.h run: each variant simulated on one
+// workload, a named scenario's figures read off its steps.
 #include <algorithm>
 #include <chrono>
 #include <optional>
 #include <sstream>
 #include <utility>
 
-#include "numbers.h"
+#include "hkv/experiment.h"
+#include "sim/numbers.h"
 
-namespace hkv::cli {
+namespace hkv {
 namespace {
+
+using internal::Named;
 
 using Clock = std::chrono::steady_clock;
 
 // The built-in comparison: three page geometries of the default deployment.
 constexpr const char* kDefaultGeometries[] = {"256/256/256", "2048/2048/2048",
                                               "2048/256/256"};
-constexpr std::size_t kDefaultLimit = 2000;
 
 // One column of the output: a cache and the flags it runs under.
 struct Variant {
   SimConfig config;
-  SimCommandOptions flags;
+  ExperimentOptions flags;
 };
 
 Result<SimRun> RunOne(SimConfig config, SimulationOptions engine,
@@ -47,7 +49,7 @@ Result<SimRun> RunOne(SimConfig config, SimulationOptions engine,
 }
 
 // The named scenario of the workload flag, if it names one.
-std::optional<Scenario> ScenarioOf(const SimCommandOptions& o) {
+std::optional<Scenario> ScenarioOf(const ExperimentOptions& o) {
   if (!IsScenarioName(o.workload.substr(0, o.workload.find(':')))) {
     return std::nullopt;
   }
@@ -56,7 +58,7 @@ std::optional<Scenario> ScenarioOf(const SimCommandOptions& o) {
 }
 
 // Runs each variant on the workload of `base`.
-Result<SimRuns> RunVariants(const SimCommandOptions& base,
+Result<SimRuns> RunVariants(const ExperimentOptions& base,
                             const std::vector<Variant>& variants,
                             const SimProgress& progress) {
   Result<std::vector<SimRequest>> workload = LoadWorkload(base);
@@ -88,7 +90,7 @@ Result<SimRuns> RunVariants(const SimCommandOptions& base,
 
 // --vary NAME=V1,V2,...: one variant per value, on the one --config (or the
 // flags' cache).
-Result<std::vector<Variant>> Varied(const CompareCommandOptions& options) {
+Result<std::vector<Variant>> Varied(const CompareOptions& options) {
   const std::size_t eq = options.vary.find('=');
   if (eq == std::string::npos || options.configs.size() > 1) {
     return Fail(ErrorCode::kInvalidArgument,
@@ -102,7 +104,7 @@ Result<std::vector<Variant>> Varied(const CompareCommandOptions& options) {
   std::vector<Variant> variants;
   std::stringstream values(options.vary.substr(eq + 1));
   for (std::string value; std::getline(values, value, ',');) {
-    SimCommandOptions flags = options.sim;
+    ExperimentOptions flags = options.sim;
     if (Result<void> ok = SetSimOption(flags, name, value); !ok) {
       return tl::unexpected(ok.error());
     }
@@ -117,15 +119,17 @@ Result<std::vector<Variant>> Varied(const CompareCommandOptions& options) {
   return variants;
 }
 
-// The --config variants, or the built-in comparison.
-Result<std::vector<Variant>> Configured(const CompareCommandOptions& options,
-                                        SimCommandOptions& sim) {
+// The --config and --geometry variants, or the built-in comparison.
+Result<std::vector<Variant>> Configured(const CompareOptions& options,
+                                        const ExperimentOptions& sim) {
   std::vector<std::string> specs = options.configs;
+  for (const std::string& g : options.geometries) {
+    specs.push_back("geometry=" + g + ";label=" + g);
+  }
   if (specs.empty()) {
     for (const char* g : kDefaultGeometries) {
       specs.push_back(std::string("geometry=") + g + ";label=" + g);
     }
-    if (sim.workload.empty() && !sim.limit) sim.limit = kDefaultLimit;
   }
   std::vector<Variant> variants;
   for (const std::string& spec : specs) {
@@ -138,27 +142,12 @@ Result<std::vector<Variant>> Configured(const CompareCommandOptions& options,
 
 }  // namespace
 
-std::vector<SimReport> SimRuns::Reports() const {
-  std::vector<SimReport> reports;
-  for (const SimRun& run : runs) {
-    reports.push_back({.label = run.config.label,
-                       .result = &run.result,
-                       .cost_model = cost_model,
-                       .wall_s = run.wall_s,
-                       .groups = run.config.groups,
-                       .capacity = run.config.capacity,
-                       .max_model_len = run.config.max_model_len,
-                       .figures = &run.figures});
-  }
-  return reports;
-}
-
-Result<SimRuns> RunSimulation(const SimCommandOptions& given,
+Result<SimRuns> RunSimulation(const ExperimentOptions& given,
                               const SimProgress& progress) {
   if (Result<void> ok = CheckSimOptions(given, OptionNames::kFlag); !ok) {
     return tl::unexpected(ok.error());
   }
-  SimCommandOptions options = given;
+  ExperimentOptions options = given;
   DefaultToMeasured(options, false);
   if (Result<void> ok = ApplyPreset(options); !ok) {
     return tl::unexpected(ok.error());
@@ -168,12 +157,20 @@ Result<SimRuns> RunSimulation(const SimCommandOptions& given,
   return RunVariants(options, {{std::move(*config), options}}, progress);
 }
 
-Result<SimRuns> RunComparison(const CompareCommandOptions& given,
+Result<SimRuns> RunComparison(const CompareOptions& given,
                               const SimProgress& progress) {
   if (Result<void> ok = CheckSimOptions(given.sim, OptionNames::kFlag); !ok) {
     return tl::unexpected(ok.error());
   }
-  CompareCommandOptions options = given;
+  CompareOptions options = given;
+  if (!options.vary.empty() && !options.geometries.empty()) {
+    if (options.geometries.size() > 1) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "--vary takes at most one --geometry");
+    }
+    options.sim.geometry = options.geometries[0];
+    options.sim.given.insert("geometry");
+  }
   const bool uses_groups = std::any_of(
       options.configs.begin(), options.configs.end(), [](const std::string& c) {
         return c.find("geometry=") == std::string::npos;
@@ -182,11 +179,15 @@ Result<SimRuns> RunComparison(const CompareCommandOptions& given,
   if (Result<void> ok = ApplyPreset(options.sim); !ok) {
     return tl::unexpected(ok.error());
   }
-  SimCommandOptions sim = options.sim;
+  // One default limit on the bundled trace, whatever else is given.
+  if (options.sim.workload.empty() && !options.sim.limit) {
+    options.sim.limit = kCompareDefaultLimit;
+  }
+  const ExperimentOptions& sim = options.sim;
   Result<std::vector<Variant>> variants =
       options.vary.empty() ? Configured(options, sim) : Varied(options);
   if (!variants) return tl::unexpected(variants.error());
   return RunVariants(sim, *variants, progress);
 }
 
-}  // namespace hkv::cli
+}  // namespace hkv
