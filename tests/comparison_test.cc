@@ -170,5 +170,46 @@ TEST(ComparisonTest, ExtraGeometriesAddColumnsOnce) {
                              "2048/256/256", "4096/256/256"));
 }
 
+TEST(ComparisonTest, BudgetSweepParsesBudgetsAndNamesTheBadOne) {
+  EXPECT_THAT(ParseBudgetSweep("budget-gib=16,33.5,1e3").value(),
+              ::testing::ElementsAre(16.0, 33.5, 1000.0));
+  for (const char* bad : {"budget-gib=", "budget-gib=16,", "budget-gib=0",
+                          "budget-gib=nan", "budget-gib=2e6", "tp=1,2"}) {
+    Result<std::vector<double>> parsed = ParseBudgetSweep(bad);
+    ASSERT_FALSE(parsed.has_value()) << bad;
+    EXPECT_THAT(parsed.error().message,
+                ::testing::StartsWith(std::string("--sweep ") + bad + ": "));
+  }
+  std::string seventeen = "budget-gib=1";
+  for (int i = 0; i < 16; ++i) seventeen += ",1";
+  EXPECT_THAT(ParseBudgetSweep(seventeen).error().message,
+              ::testing::HasSubstr("more than 16 budgets"));
+}
+
+// Each budget runs every geometry on the trace alone; a larger budget per
+// rank gives each geometry a larger pool.
+TEST(ComparisonTest, BudgetSweepRunsEveryGeometryAtEachBudget) {
+  CompareOptions o;
+  o.sim.limit = 20;
+  o.sim.data_dir = HKV_DATA_DIR;
+  Result<GeometryComparisonOptions> ab = GeometryComparisonFrom(o);
+  ASSERT_TRUE(ab.has_value());
+  const std::vector<double> budgets = {16.0, 66.0};
+  Result<std::vector<BudgetSweepPoint>> points =
+      RunBudgetSweep(*ab, budgets, {});
+  ASSERT_TRUE(points.has_value()) << points.error().message;
+  ASSERT_EQ(points->size(), 2u);
+  for (std::size_t g = 0; g < ab->geometries.size(); ++g) {
+    const ConfigurationOutcome& small =
+        (*points)[0].comparison.configurations.at(g);
+    const ConfigurationOutcome& large =
+        (*points)[1].comparison.configurations.at(g);
+    EXPECT_EQ(small.config.label, ab->geometries[g]);
+    EXPECT_TRUE(small.scenarios.empty());
+    EXPECT_EQ(small.trace.per_request.size(), 20u);
+    EXPECT_LT(small.config.capacity->engine_pool_tokens,
+              large.config.capacity->engine_pool_tokens);
+  }
+}
 }  // namespace
 }  // namespace hkv

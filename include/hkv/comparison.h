@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hkv/experiment.h"
@@ -161,5 +162,26 @@ std::vector<std::string> SearchGeometries();
 // The comparison as JSON (schema "hkv.compare/1", docs/simulator.md):
 // numbers are numbers, a missing figure is null.
 std::string ComparisonJson(const Comparison& comparison);
+
+// `hkv compare --sweep budget-gib=V1,V2,...`: the comparison's geometries on
+// the trace alone (no scenarios, no sensitivity runs) at each KV budget per
+// rank, for the hit ratio against the budget (python3 -m hkv.plot).
+struct BudgetSweepPoint {
+  double budget_gib = 0.0;
+  Comparison comparison;
+};
+// The budgets of "budget-gib=V1,V2,..." (GiB per rank, each in (0, 1e6],
+// at most 16). kInvalidArgument naming the spec and the bad value.
+[[nodiscard]] Result<std::vector<double>> ParseBudgetSweep(
+    std::string_view spec);
+// One RunGeometryComparison per budget, in order. Returns the first error,
+// prefixed by the budget.
+[[nodiscard]] Result<std::vector<BudgetSweepPoint>> RunBudgetSweep(
+    const GeometryComparisonOptions& options, std::span<const double> budgets,
+    const SimProgress& progress);
+// {"schema": "hkv.compare-sweep/1", "sweep": {"parameter": "budget_gib",
+// "points": [{"value": GiB, "reports": <ComparisonJson>}, ...]}}
+// (docs/simulator.md).
+std::string BudgetSweepJson(std::span<const BudgetSweepPoint> points);
 
 }  // namespace hkv

@@ -92,7 +92,8 @@ struct CompareOptions {
   std::string vary = {};                     // --vary NAME=V1,V2,...
   std::vector<std::string> geometries = {};  // --geometry T/R/U, repeated
   std::string objective = "ttft-p50";        // the recommendation's
-  bool search = false;  // --search: rank geometries x retention settings
+  bool search = false;     // --search: rank geometries x retention settings
+  std::string sweep = {};  // --sweep budget-gib=V1,V2,...
 };
 
 // Requests of the bundled trace `hkv compare` runs when no --limit is

@@ -100,10 +100,12 @@ def hit_ratio(report):
 
 def hit_ratio_by_budget(sweep):
     """{label: [(parameter value, hit ratio), ...]} by increasing value, one
-    series per configuration label across the sweep's points."""
+    series per configuration label across the sweep's points (each point's
+    "reports" in any form reports_in takes, e.g. ``hkv compare --sweep
+    budget-gib=... --json``'s "hkv.compare/1" objects)."""
     series = {}
     for point in sweep["points"]:
-        for report in point["reports"]:
+        for report in reports_in(point["reports"]):
             series.setdefault(report["label"], []).append(
                 (point["value"], hit_ratio(report)))
     return {label: sorted(pts) for label, pts in series.items()}

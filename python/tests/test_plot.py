@@ -271,6 +271,26 @@ def test_compare1_draws_without_the_extension(tmp_path):
         assert (tmp_path / "out" / f"{name}.svg").stat().st_size > 1000
 
 
+def test_compare_sweep_points_hold_compare1_objects(tmp_path):
+    """`hkv compare --sweep budget-gib=... --json`: each point's "reports"
+    is a whole "hkv.compare/1" object; the ratios are reused / prompt
+    tokens of each configuration's trace (200 prompt tokens each)."""
+    small = compare1()
+    large = compare1()
+    large["configurations"][0]["trace"]["reused_tokens"] = 100
+    sweep = {"schema": "hkv.compare-sweep/1",
+             "sweep": {"parameter": "budget_gib", "points": [
+                 {"value": 66, "reports": large},
+                 {"value": 16, "reports": small}]}}
+    assert reports.hit_ratio_by_budget(reports.sweep_in(sweep)) == {
+        "256/256/256": [(16, 64 / 200), (66, 100 / 200)],
+        "2048/256/256": [(16, 32 / 200), (66, 32 / 200)]}
+    path = write(tmp_path / "sweep.json", sweep)
+    result = pure_run([path, "-o", str(tmp_path / "out")], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "hit_ratio_by_budget.svg").stat().st_size > 1000
+
+
 def test_malformed_sweep_names_the_field(tmp_path):
     bad = write(tmp_path / "bad.json", {"sweep": {"parameter": "budget_gib",
                 "points": [{"value": 16, "reports": [{"table": {}}]}]}})

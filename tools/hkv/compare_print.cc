@@ -297,4 +297,35 @@ void PrintComparison(const Comparison& c) {
       c.cost_model, kMinTimedLookups);
 }
 
+void PrintSweep(std::span<const BudgetSweepPoint> points) {
+  if (points.empty()) return;
+  const Comparison& first = points.front().comparison;
+  fmt::print("deployment {}, trace {} ({} requests)\n",
+             first.preset.empty() ? "(flags)" : first.preset,
+             first.trace.empty() ? "bundled conversation" : first.trace,
+             first.trace_requests);
+  fmt::print(
+      "trace hit ratio (reused / prompt tokens) by KV budget per rank\n");
+  // Eight budgets a line: 28 + 8 x 9 columns.
+  constexpr std::size_t kPerLine = 8;
+  for (std::size_t from = 0; from < points.size(); from += kPerLine) {
+    const std::size_t to = std::min(points.size(), from + kPerLine);
+    fmt::print("{:<28}", "configuration \\ GiB");
+    for (std::size_t p = from; p < to; ++p) {
+      fmt::print("{:>9}", fmt::format("{:g}", points[p].budget_gib));
+    }
+    fmt::print("\n");
+    for (std::size_t i = 0; i < first.configurations.size(); ++i) {
+      fmt::print("{:<28}", first.configurations[i].config.label);
+      for (std::size_t p = from; p < to; ++p) {
+        const SimulationResult& t =
+            points[p].comparison.configurations[i].trace;
+        fmt::print("{:>8.1f}%", Percent(t.reused_tokens, t.prompt_tokens));
+      }
+      fmt::print("\n");
+    }
+  }
+  fmt::print("details and charts: --json, then python3 -m hkv.plot\n");
+}
+
 }  // namespace hkv::cli

@@ -2,6 +2,7 @@
 // configurations side by side in blocks of four columns (100 columns at
 // most), their groups, the sensitivity lines and the recommendation.
 #pragma once
+#include <span>
 
 #include "hkv/comparison.h"
 
@@ -16,5 +17,9 @@ void PrintSearch(const Comparison& comparison);
 // One CSV row per configuration: the rows of the text, their keys as the
 // header.
 void PrintComparisonCsv(const Comparison& comparison);
+
+// `hkv compare --sweep`: a row per configuration, the trace's hit ratio
+// at each budget.
+void PrintSweep(std::span<const BudgetSweepPoint> points);
 
 }  // namespace hkv::cli

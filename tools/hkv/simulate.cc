@@ -138,8 +138,37 @@ void RegisterCompare(CLI::App& app) {
                 "Rank geometries (target 256..4096, recurrent pages and hash "
                 "unit 256 or the target) x retention (dense, interval 0) on "
                 "the trace, for the deployment and budget of the flags");
+  sub->add_option("--sweep", options->sweep,
+                  "budget-gib=V1,V2,...: the hit ratio of each geometry on "
+                  "the trace at each KV budget per rank (JSON for "
+                  "python3 -m hkv.plot)")
+      ->excludes("--search")
+      ->excludes("--config")
+      ->excludes("--vary");
   OnRun(sub, options, &RunCompare);
 }
+
+namespace {
+
+int RunSweep(const CompareCommandOptions& options,
+             const GeometryComparisonOptions& ab) {
+  Result<std::vector<double>> budgets = ParseBudgetSweep(options.sweep);
+  Result<std::vector<BudgetSweepPoint>> points =
+      !budgets ? tl::unexpected(budgets.error())
+               : RunBudgetSweep(ab, *budgets, StderrProgress());
+  if (!points) {
+    fmt::print(stderr, "hkv compare: {}\n", points.error().message);
+    return 1;
+  }
+  if (options.sim.json) {
+    fmt::print("{}\n", BudgetSweepJson(*points));
+  } else {
+    PrintSweep(*points);
+  }
+  return 0;
+}
+
+}  // namespace
 
 int RunCompare(const CompareCommandOptions& options) {
   if (!options.configs.empty() || !options.vary.empty()) {
@@ -147,6 +176,7 @@ int RunCompare(const CompareCommandOptions& options) {
                  RunComparison(options, StderrProgress()));
   }
   Result<GeometryComparisonOptions> ab = GeometryComparisonFrom(options);
+  if (ab && !options.sweep.empty()) return RunSweep(options, *ab);
   Result<Comparison> c = !ab ? Result<Comparison>(tl::unexpected(ab.error()))
                          : options.search
                              ? RunGeometrySearch(*ab, StderrProgress())
