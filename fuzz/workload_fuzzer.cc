@@ -1,16 +1,16 @@
-// Fuzzes the simulator's --workload KIND:ARGS parsing through the CLI front
-// end's LoadWorkload (library hkv_sim_cli). Trace files are the Mooncake
-// and Azure targets' business: Mooncake workloads and the default (empty)
-// one are skipped, and an Azure workload reads the bundled sample whatever
-// path the input names. A workload it accepts must validate.
+// Fuzzes the simulator's --workload KIND:ARGS parsing through the library's
+// LoadWorkload (hkv/experiment.h), as the CLI calls it. Trace files are the
+// Mooncake and Azure targets' business: Mooncake workloads and the default
+// (empty) one are skipped, and an Azure workload reads the bundled sample
+// whatever path the input names. A workload it accepts must validate.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "fuzz_check.h"
+#include "hkv/experiment.h"
 #include "hkv/workload.h"
-#include "sim_setup.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {
@@ -21,10 +21,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
     spec = "azure:" HKV_FUZZ_AZURE_SAMPLE +
            (comma == std::string::npos ? "" : spec.substr(comma));
   }
-  hkv::cli::SimCommandOptions options;
+  hkv::ExperimentOptions options;
   options.workload = spec;
   const hkv::Result<std::vector<hkv::SimRequest>> workload =
-      hkv::cli::LoadWorkload(options);
+      hkv::LoadWorkload(options);
   if (!workload) return 0;
   const hkv::Result<void> valid = hkv::ValidateWorkload(*workload);
   hkv::fuzz::Require(
