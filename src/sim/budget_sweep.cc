@@ -1,7 +1,6 @@
 // `hkv compare --sweep budget-gib=...` (hkv/comparison.h): the geometries
 // on the trace at each KV budget per rank.
 #include <cstddef>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -64,19 +63,6 @@ Result<std::vector<BudgetSweepPoint>> RunBudgetSweep(
     points.push_back({.budget_gib = budget, .comparison = std::move(*c)});
   }
   return points;
-}
-
-std::string BudgetSweepJson(std::span<const BudgetSweepPoint> points) {
-  nlohmann::json out_points = nlohmann::json::array();
-  for (const BudgetSweepPoint& p : points) {
-    out_points.push_back(
-        {{"value", p.budget_gib},
-         {"reports", nlohmann::json::parse(ComparisonJson(p.comparison))}});
-  }
-  const nlohmann::json out = {
-      {"schema", "hkv.compare-sweep/1"},
-      {"sweep", {{"parameter", "budget_gib"}, {"points", out_points}}}};
-  return out.dump(2);
 }
 
 }  // namespace hkv

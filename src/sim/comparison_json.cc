@@ -1,6 +1,6 @@
-// ComparisonJson (hkv/comparison.h): schema "hkv.compare/1", documented in
-// docs/simulator.md. Numbers are numbers; a figure that is not there is
-// null.
+// ComparisonJson and BudgetSweepJson (hkv/comparison.h): schemas
+// "hkv.compare/1" and "hkv.compare-sweep/1", documented in docs/simulator.md.
+// Numbers are numbers; a figure that is not there is null.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -141,9 +141,7 @@ json RecommendationJson(const Comparison& c, const Recommendation& r) {
           {"why", r.why}};
 }
 
-}  // namespace
-
-std::string ComparisonJson(const Comparison& c) {
+json ComparisonObject(const Comparison& c) {
   json out = {
       {"schema", "hkv.compare/1"},
       {"preset", c.preset},
@@ -164,6 +162,24 @@ std::string ComparisonJson(const Comparison& c) {
   out["sensitivity"] = {{"interval0", c.interval0
                                           ? RecommendationJson(c, *c.interval0)
                                           : json(nullptr)}};
+  return out;
+}
+
+}  // namespace
+
+std::string ComparisonJson(const Comparison& c) {
+  return ComparisonObject(c).dump(2);
+}
+
+std::string BudgetSweepJson(std::span<const BudgetSweepPoint> points) {
+  json out_points = json::array();
+  for (const BudgetSweepPoint& p : points) {
+    out_points.push_back(
+        {{"value", p.budget_gib}, {"reports", ComparisonObject(p.comparison)}});
+  }
+  const json out = {
+      {"schema", "hkv.compare-sweep/1"},
+      {"sweep", {{"parameter", "budget_gib"}, {"points", out_points}}}};
   return out.dump(2);
 }
 
