@@ -170,6 +170,16 @@ TEST(ComparisonTest, ExtraGeometriesAddColumnsOnce) {
                              "2048/256/256", "4096/256/256"));
 }
 
+// The per-configuration comparison needs its configurations: without them
+// the comparison is the geometry A/B, a different call.
+TEST(ComparisonTest, PerConfigurationComparisonNeedsConfigurations) {
+  Result<SimRuns> runs = RunComparison(CompareOptions{}, {});
+  ASSERT_FALSE(runs.has_value());
+  EXPECT_EQ(runs.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(runs.error().message,
+              ::testing::HasSubstr("RunGeometryComparison"));
+}
+
 TEST(ComparisonTest, BudgetSweepParsesBudgetsAndNamesTheBadOne) {
   EXPECT_THAT(ParseBudgetSweep("budget-gib=16,33.5,1e3").value(),
               ::testing::ElementsAre(16.0, 33.5, 1000.0));

@@ -149,6 +149,37 @@ TEST(ScenarioTest, SharedPrefixSentTogetherFindsNoState) {
   EXPECT_EQ(Figure(run, "reused_tokens"), 0);
 }
 
+// The A/B's shared-prefix scenario (16 streams, a 16384-token prefix, a
+// 512-token suffix each, sent together) on the GB10 deployment: the first
+// follower is admitted while the leader is still prefilling and reuses at
+// most the leader's first 8192-token chunk (at 2048/2048/2048 it is admitted
+// a step earlier, beside the leader's second chunk, and reuses nothing);
+// every later one reuses the shared prefix less the draft's one-unit rewind.
+std::vector<std::uint32_t> ReusedPerStream(const char* geometry) {
+  const ScenarioRun run =
+      Simulated("glm53-flash-gb10x4", geometry, "shared-prefix");
+  std::vector<std::uint32_t> reused;
+  for (const RequestMetrics& m : run.result.per_request) {
+    reused.push_back(m.reused_tokens);
+  }
+  return reused;
+}
+
+TEST(ScenarioTest, SharedPrefixFollowersReuseThePrefixLessTheRewind) {
+  std::vector<std::uint32_t> fine = {0, 8192};
+  fine.resize(16, 16384 - 256);
+  EXPECT_EQ(ReusedPerStream("256/256/256"), fine);
+  std::vector<std::uint32_t> coarse = {0, 0};
+  coarse.resize(16, 16384 - 2048);
+  EXPECT_EQ(ReusedPerStream("2048/2048/2048"), coarse);
+  // The leader stops its chunks on its 2048-token pages, so 256-token
+  // units find the same state.
+  EXPECT_EQ(ReusedPerStream("2048/256/256"), coarse);
+  const ScenarioRun run =
+      Simulated("glm53-flash-gb10x4", "256/256/256", "shared-prefix");
+  EXPECT_EQ(Figure(run, "reused_tokens"), 233984);  // 8192 + 14 * 16128
+}
+
 // Every turn of a decode cell re-sends its cached 8192-token context and
 // reuses what the needle does; the cell counts its decoded tokens.
 TEST(ScenarioTest, DecodeCellTurnsReuseTheirContext) {
@@ -162,6 +193,25 @@ TEST(ScenarioTest, DecodeCellTurnsReuseTheirContext) {
   }
   EXPECT_GT(Figure(run, "decode_tokens_per_s"), 0.0);
   EXPECT_GT(Figure(run, "cell_s"), 0.0);
+}
+
+// The A/B's decode cell (one stream, a 32768-token context): after the
+// first turn, each re-send reuses the context less the draft's one-unit
+// rewind, whatever the number of turns the 30 modelled seconds hold.
+TEST(ScenarioTest, DecodeCellReSendsReuseTheContextLessOneUnit) {
+  for (const auto& [geometry, reused] :
+       {std::pair{"256/256/256", 32768u - 256u},
+        std::pair{"2048/2048/2048", 32768u - 2048u}}) {
+    const ScenarioRun run =
+        Simulated("glm53-flash-gb10x4", geometry, "decode-cell");
+    const std::vector<RequestMetrics>& m = run.result.per_request;
+    ASSERT_GT(m.size(), 2u) << geometry;
+    EXPECT_EQ(m[0].reused_tokens, 0u);
+    for (std::size_t i = 1; i < m.size(); ++i) {
+      EXPECT_EQ(m[i].reused_tokens, reused) << geometry << " turn " << i;
+    }
+    EXPECT_EQ(run.result.reused_tokens, reused * (m.size() - 1));
+  }
 }
 
 }  // namespace

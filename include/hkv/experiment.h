@@ -197,7 +197,8 @@ using SimProgress = std::function<void(const std::string& label,
 // `hkv compare` with --config, --geometry or --vary: those configurations
 // (the --geometry ones after the --config ones), or one option varied, on
 // one workload. The bundled trace is cut to kCompareDefaultLimit unless a
-// limit is given.
+// limit is given. kInvalidArgument when none of configs, geometries and
+// vary is given (that comparison is RunGeometryComparison, comparison.h).
 [[nodiscard]] Result<SimRuns> RunComparison(const CompareOptions& options,
                                             const SimProgress& progress);
 

@@ -14,7 +14,8 @@ Example::
                      groups="full:2048,recurrent:256", hash_unit=256,
                      num_blocks=500)
     r["table"]["reused_tokens"]          # 24576
-    runs = hkv.compare(limit=200)        # the built-in comparison, cut
+    ab = hkv.compare(limit=200)          # the geometry comparison, cut
+    runs = hkv.plot_runs(ab)             # its configurations as charts' runs
 """
 
 import json
@@ -28,11 +29,17 @@ def simulate(**options):
     return json.loads(_hkv.simulate_json(options))[0]
 
 
-def compare(configs=None, vary="", **options):
-    """Several configurations (``--config`` specs; none: the built-in
-    comparison) or one flag varied (``vary="concurrency=1,4"``): one report
-    per configuration, as ``hkv compare --json``."""
-    return json.loads(_hkv.compare_json(options, list(configs or []), vary))
+def compare(configs=None, vary="", geometries=None, objective="ttft-p50",
+            **options):
+    """``hkv compare --json``. With ``configs`` (``--config`` specs) or one
+    flag varied (``vary="concurrency=1,4"``): one report per configuration
+    (``geometries`` adds columns), a list. Without them: the geometry
+    comparison with its recommendation, as ``compare_geometries``, a dict
+    (schema "hkv.compare/1")."""
+    if configs or vary:
+        return json.loads(_hkv.compare_json(
+            options, list(configs or []), list(geometries or []), vary))
+    return compare_geometries(geometries, objective, **options)
 
 
 def compare_geometries(geometries=None, objective="ttft-p50", **options):

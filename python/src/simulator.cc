@@ -120,15 +120,18 @@ void BindSimulator(py::module_& m) {
   m.def(
       "compare_json",
       [](const py::dict& options, std::vector<std::string> configs,
-         std::string vary) {
+         std::vector<std::string> geometries, std::string vary) {
         CompareOptions o{.sim = OptionsFrom(options),
                          .configs = std::move(configs),
-                         .vary = std::move(vary)};
+                         .vary = std::move(vary),
+                         .geometries = std::move(geometries)};
         py::gil_scoped_release release;
         return ReportsJson(RunComparison(o, {}), o.sim.open_loop);
       },
-      py::arg("options"), py::arg("configs"), py::arg("vary"),
-      "Runs `hkv compare` and returns its JSON reports, one per column");
+      py::arg("options"), py::arg("configs"), py::arg("geometries"),
+      py::arg("vary"),
+      "Runs `hkv compare --config/--vary` and returns its JSON reports, one "
+      "per column");
   m.def(
       "compare_geometries_json",
       [](const py::dict& options, std::vector<std::string> geometries,

@@ -32,10 +32,19 @@ def test_simulate_matches_the_cli():
     assert report["times_are_modelled"] is True
 
 
-def test_compare_runs_the_built_in_comparison():
-    reports = hkv.compare(limit=40)
-    assert [r["label"] for r in reports] == ["256/256/256", "2048/2048/2048",
-                                             "2048/256/256"]
+def test_compare_without_configurations_is_the_geometry_comparison():
+    c = hkv.compare(limit=10)
+    assert c["schema"] == "hkv.compare/1"
+    assert [x["label"] for x in c["configurations"]] == [
+        "256/256/256", "2048/2048/2048", "2048/2048/256", "2048/256/256"]
+    assert c["recommendation"]["winner"] in ("256/256/256", "2048/2048/2048",
+                                             "2048/2048/256", "2048/256/256")
+
+
+def test_compare_runs_configurations_and_varied_flags():
+    reports = hkv.compare(configs=["geometry=2048/256/256;label=fine"],
+                          geometries=["256/256/256"], limit=40)
+    assert [r["label"] for r in reports] == ["fine", "256/256/256"]
     assert all(r["table"]["finished"] == 40 for r in reports)
     varied = hkv.compare(vary="concurrency=1,4", **FANOUT)
     assert [r["label"] for r in varied] == ["concurrency=1", "concurrency=4"]
@@ -68,7 +77,8 @@ def test_misuse_raises():
 
 
 def test_reports_become_charts(tmp_path):
-    reports = hkv.compare(limit=60)
+    reports = hkv.compare(configs=[f"geometry={g};label={g}" for g in (
+        "256/256/256", "2048/2048/2048", "2048/256/256")], limit=60)
     runs = hkv.plot_runs(reports)
     assert len(runs["runs"]) == 3
     first = runs["runs"][0]

@@ -16,10 +16,6 @@ using internal::Named;
 
 using Clock = std::chrono::steady_clock;
 
-// The built-in comparison: three page geometries of the default deployment.
-constexpr const char* kDefaultGeometries[] = {"256/256/256", "2048/2048/2048",
-                                              "2048/256/256"};
-
 // One column of the output: a cache and the flags it runs under.
 struct Variant {
   SimConfig config;
@@ -126,11 +122,6 @@ Result<std::vector<Variant>> Configured(const CompareOptions& options,
   for (const std::string& g : options.geometries) {
     specs.push_back("geometry=" + g + ";label=" + g);
   }
-  if (specs.empty()) {
-    for (const char* g : kDefaultGeometries) {
-      specs.push_back(std::string("geometry=") + g + ";label=" + g);
-    }
-  }
   std::vector<Variant> variants;
   for (const std::string& spec : specs) {
     Result<SimConfig> config = ConfigFromSpec(spec, sim);
@@ -161,6 +152,11 @@ Result<SimRuns> RunComparison(const CompareOptions& given,
                               const SimProgress& progress) {
   if (Result<void> ok = CheckSimOptions(given.sim, OptionNames::kFlag); !ok) {
     return tl::unexpected(ok.error());
+  }
+  if (given.configs.empty() && given.geometries.empty() && given.vary.empty()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "compare needs --config, --geometry or --vary; without them "
+                "it is the geometry comparison (RunGeometryComparison)");
   }
   CompareOptions options = given;
   if (!options.vary.empty() && !options.geometries.empty()) {
