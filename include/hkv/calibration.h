@@ -51,14 +51,18 @@ struct MeasuredFigure {
   std::uint64_t max_model_len = 0;
   double concurrency = 0.0;
   std::string source;  // where it was published
+  // From a file of figures held out from every fit ("held_out": true):
+  // measurements of the same deployments that only check the fit.
+  bool independent = false;
 };
 
 struct CalibrationData {
   std::vector<MeasuredFigure> figures;
 };
 
-// Parses a calibration data file (format in docs/calibration.md).
-// kInvalidArgument naming the figure and field otherwise.
+// Parses a calibration data file (format in docs/calibration.md); figures
+// of a file with "held_out": true are independent. kInvalidArgument naming
+// the figure and field otherwise.
 [[nodiscard]] Result<CalibrationData> ParseCalibrationData(
     std::string_view json_text);
 
@@ -97,13 +101,16 @@ struct CalibrationReport {
   std::vector<FigureResult> figures;
   double median_fitted_error = 0.0;    // of |error| over fitted timed figures
   double median_held_out_error = 0.0;  // of |held_out_error| where set
+  // Of |error| over the independent timed and reuse figures (0: none).
+  double median_independent_error = 0.0;
   std::vector<RankCheck> rankings;
   std::uint32_t rounds = 0;
 };
 
 // Fits the presets' cost models to `data`. Returns kNotFound for a figure's
-// unknown preset, kInvalidArgument for a bad fit object or scenario, and the
-// simulator's errors.
+// unknown preset, kInvalidArgument for a bad fit object or scenario, for a
+// fit that lists an independent figure or for two figures with one id, and
+// the simulator's errors.
 [[nodiscard]] Result<CalibrationReport> Calibrate(
     const CalibrationData& data, const CalibrateOptions& options);
 

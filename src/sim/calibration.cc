@@ -45,6 +45,28 @@ Result<void> LoadPresets(const CalibrationData& data,
   return {};
 }
 
+// Each id once; no fit lists an independent figure.
+Result<void> CheckIndependence(const CalibrationData& data,
+                               const Fitter& fitter) {
+  std::set<std::string> ids;
+  for (const MeasuredFigure& m : data.figures) {
+    if (!ids.insert(m.id).second) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "figure " + m.id + " is given twice");
+    }
+    if (!m.independent) continue;
+    for (const auto& [name, spec] : fitter.specs) {
+      if (std::find(spec.figures.begin(), spec.figures.end(), m.id) !=
+          spec.figures.end()) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "preset " + name + " fits " + m.id +
+                        ", a held-out figure: it may only check the fit");
+      }
+    }
+  }
+  return {};
+}
+
 Result<void> RunCases(const CalibrationData& data, Fitter& fitter) {
   for (const MeasuredFigure& m : data.figures) {
     if (!fitter.presets.count(m.preset)) continue;
@@ -176,6 +198,9 @@ Result<CalibrationReport> Calibrate(const CalibrationData& data,
   if (Result<void> ok = LoadPresets(data, options, fitter); !ok) {
     return tl::unexpected(ok.error());
   }
+  if (Result<void> ok = CheckIndependence(data, fitter); !ok) {
+    return tl::unexpected(ok.error());
+  }
   if (Result<void> ok = RunCases(data, fitter); !ok) {
     return tl::unexpected(ok.error());
   }
@@ -185,14 +210,19 @@ Result<CalibrationReport> Calibrate(const CalibrationData& data,
   report.rounds = *rounds;
   std::vector<double> fitted;
   std::vector<double> held_out;
+  std::vector<double> independent;
   for (const Case& c : fitter.cases) {
     FigureResult r = Evaluate(fitter, c);
     if (r.fitted && c.run) fitted.push_back(std::abs(r.error));
     if (r.held_out_error) held_out.push_back(std::abs(*r.held_out_error));
+    if (c.measured.independent && c.run) {
+      independent.push_back(std::abs(r.error));
+    }
     report.figures.push_back(std::move(r));
   }
   report.median_fitted_error = Median(fitted);
   report.median_held_out_error = Median(held_out);
+  report.median_independent_error = Median(independent);
   Rankings(report);
   for (auto& [name, preset] : fitter.presets) {
     report.presets.push_back(std::move(preset));

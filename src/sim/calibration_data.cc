@@ -68,10 +68,19 @@ Result<CalibrationData> ParseCalibrationData(std::string_view json_text) {
   std::size_t index = 0;
   try {
     const Json doc = Json::parse(json_text);
+    if (!doc.is_object()) throw std::invalid_argument("not a JSON object");
+    bool held_out = false;
+    if (doc.contains("held_out")) {
+      if (!doc["held_out"].is_boolean()) {
+        throw std::invalid_argument("held_out must be true or false");
+      }
+      held_out = doc["held_out"].get<bool>();
+    }
     for (const auto& [key, value] : doc.items()) {
       if (key == "figures") {
         for (const Json& figure : value) {
           data.figures.push_back(FigureOf(figure));
+          data.figures.back().independent = held_out;
           ++index;
         }
       } else if (key != "description" && key != "source" && key != "licence" &&

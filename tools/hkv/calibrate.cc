@@ -17,9 +17,11 @@
 namespace hkv::cli {
 namespace {
 
-// The source tree's data/ folder (HKV_DATA_DIR).
-constexpr const char* kDefaultData =
-    HKV_DATA_DIR "/calibration/glm53-flash.json";
+// The source tree's data/ folder (HKV_DATA_DIR): the calibration file's
+// figures and the independent ones that only check the fit.
+constexpr const char* kDefaultData[] = {
+    HKV_DATA_DIR "/calibration/glm53-flash.json",
+    HKV_DATA_DIR "/calibration/glm53-flash-held-out.json"};
 constexpr const char* kDeployments = HKV_DATA_DIR "/deployments/";
 
 Result<std::string> Read(const std::string& path) {
@@ -28,6 +30,25 @@ Result<std::string> Read(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// The figures of every file, in order.
+Result<CalibrationData> ReadData(const std::vector<std::string>& paths) {
+  CalibrationData all;
+  for (const std::string& path : paths) {
+    Result<std::string> text = Read(path);
+    if (!text) return tl::unexpected(text.error());
+    Result<CalibrationData> data = ParseCalibrationData(*text);
+    if (!data)
+      return Fail(data.error().code, path + ": " + data.error().message);
+    all.figures.insert(all.figures.end(), data->figures.begin(),
+                       data->figures.end());
+  }
+  return all;
+}
+
+const char* UseOf(const FigureResult& f) {
+  return f.fitted ? "fit" : f.measured.independent ? "held" : "check";
 }
 
 std::string Percent(std::optional<double> e) {
@@ -45,12 +66,14 @@ void PrintText(const CalibrationReport& r) {
   for (const FigureResult& f : r.figures) {
     fmt::print("{:<36}{:>10}{:>10}{:>8}{:>7}{:>10}{:>8}\n", f.measured.id,
                Number(f.measured.value), Number(f.model), Percent(f.error),
-               f.fitted ? "fit" : "check",
-               f.held_out_model ? Number(*f.held_out_model) : "-",
+               UseOf(f), f.held_out_model ? Number(*f.held_out_model) : "-",
                Percent(f.held_out_error));
   }
-  fmt::print("median |error|: fitted {:.1f}%, held out {:.1f}%\n",
-             100 * r.median_fitted_error, 100 * r.median_held_out_error);
+  fmt::print(
+      "median |error|: fitted {:.1f}%, held out {:.1f}%, held-out figures "
+      "{:.1f}%\n",
+      100 * r.median_fitted_error, 100 * r.median_held_out_error,
+      100 * r.median_independent_error);
   for (const RankCheck& k : r.rankings) {
     fmt::print("ranking {} over {}: measured {:+.1f}%, model {:+.1f}% ({})\n",
                k.faster_measured, k.slower_measured, 100 * k.measured_gap,
@@ -63,9 +86,11 @@ void PrintText(const CalibrationReport& r) {
 }
 
 nlohmann::json ReportJson(const CalibrationReport& r) {
-  nlohmann::json out = {{"median_fitted_error", r.median_fitted_error},
-                        {"median_held_out_error", r.median_held_out_error},
-                        {"rounds", r.rounds}};
+  nlohmann::json out = {
+      {"median_fitted_error", r.median_fitted_error},
+      {"median_held_out_error", r.median_held_out_error},
+      {"median_independent_error", r.median_independent_error},
+      {"rounds", r.rounds}};
   for (const FigureResult& f : r.figures) {
     nlohmann::json j = {{"id", f.measured.id},
                         {"preset", f.measured.preset},
@@ -75,7 +100,8 @@ nlohmann::json ReportJson(const CalibrationReport& r) {
                         {"measured", f.measured.value},
                         {"model", f.model},
                         {"error", f.error},
-                        {"fitted", f.fitted}};
+                        {"fitted", f.fitted},
+                        {"independent", f.measured.independent}};
     if (f.held_out_model) j["held_out_model"] = *f.held_out_model;
     if (f.held_out_error) j["held_out_error"] = *f.held_out_error;
     if (f.measured.scenario.empty()) {
@@ -122,8 +148,9 @@ void RegisterCalibrate(CLI::App& app) {
       "print each figure model against measured (docs/calibration.md)");
   sub->add_option("--preset", options->presets,
                   "Preset to fit (repeat; default: every preset with figures)");
-  sub->add_option("--data", options->data, "Calibration data file")
-      ->capture_default_str();
+  sub->add_option("--data", options->data,
+                  "Calibration data file (repeat; default: the bundled "
+                  "figures and the held-out ones)");
   sub->add_flag("--write", options->write,
                 "Write the fitted coefficients into data/deployments/");
   sub->add_flag("--json", options->json, "Print JSON");
@@ -135,11 +162,11 @@ void RegisterCalibrate(CLI::App& app) {
 }
 
 int RunCalibrate(const CalibrateCommandOptions& options) {
-  const std::string path = options.data.empty() ? kDefaultData : options.data;
-  Result<std::string> text = Read(path);
-  Result<CalibrationData> data =
-      text ? ParseCalibrationData(*text)
-           : Result<CalibrationData>(tl::unexpected(text.error()));
+  const std::vector<std::string> paths =
+      options.data.empty() ? std::vector<std::string>(std::begin(kDefaultData),
+                                                      std::end(kDefaultData))
+                           : options.data;
+  Result<CalibrationData> data = ReadData(paths);
   Result<CalibrationReport> report =
       data ? Calibrate(*data, {.presets = options.presets})
            : Result<CalibrationReport>(tl::unexpected(data.error()));

@@ -77,7 +77,7 @@ int RunSimulate(const SimCommandOptions& options);
 // `hkv calibrate ...`: fits the deployment presets' cost models.
 struct CalibrateCommandOptions {
   std::vector<std::string> presets;  // empty: every preset with figures
-  std::string data;                  // empty: the bundled figures
+  std::vector<std::string> data;     // empty: the bundled figures
   bool write = false;                // into data/deployments/
   bool json = false;
 };
