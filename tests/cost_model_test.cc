@@ -28,7 +28,9 @@ TEST(CostModelTest, EachCoefficientPricesItsFeature) {
                         .draft_tokens = 23,
                         .copies = 1,
                         .copy_bytes = 29};
-  const double features[] = {1, 3, 5, 7, 11, 13, 17, 19, 23, 29};
+  // serving_s is no step's: it prices nothing here (the last 0).
+  const double features[] = {1, 3, 5, 7, 11, 13, 17, 19, 23, 29, 0};
+  static_assert(std::size(features) == kCostCoefficients.size());
   for (std::size_t i = 0; i < kCostCoefficients.size(); ++i) {
     CostModel one;
     ASSERT_TRUE(SetCostCoefficient(one, kCostCoefficients[i], 2.0));
@@ -38,6 +40,31 @@ TEST(CostModelTest, EachCoefficientPricesItsFeature) {
     EXPECT_DOUBLE_EQ(Coefficient(one, i), 2.0);
   }
   EXPECT_DOUBLE_EQ(StepSeconds(CostModel{.step_s = 1.0}, {}), 0.0);
+}
+
+// The serving time is the client's, once per request: it is in every TTFT
+// and finish time and in no step, so the schedule does not move.
+TEST(CostModelTest, ServingTimeAddsToEachRequestAndToNoStep) {
+  SimulationOptions o{.cache = {.groups = {{.kind = GroupKind::kFullAttention,
+                                            .block_size = 16}},
+                                .num_blocks = 64},
+                      .cost = {.step_s = 0.01, .prefill_token_s = 1e-4},
+                      .concurrency = 2};
+  const std::vector<SimRequest> w = {
+      {.prompt = {{.id = 1, .length = 100}}, .output_length = 4},
+      {.prompt = {{.id = 2, .length = 60}}, .output_length = 2}};
+  Result<SimulationResult> plain = Simulate(w, o);
+  o.cost.serving_s = 0.25;
+  Result<SimulationResult> served = Simulate(w, o);
+  ASSERT_TRUE(plain && served);
+  EXPECT_EQ(served->steps, plain->steps);
+  EXPECT_DOUBLE_EQ(served->makespan_s, plain->makespan_s);
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const RequestMetrics& a = plain->per_request[i];
+    const RequestMetrics& b = served->per_request[i];
+    EXPECT_DOUBLE_EQ(b.first_token_s, a.first_token_s + 0.25) << i;
+    EXPECT_DOUBLE_EQ(b.finish_s, a.finish_s + 0.25) << i;
+  }
 }
 
 TEST(CostModelTest, BoundariesReachedCountsMultiplesOfTheBlockInTheChunk) {

@@ -14,6 +14,11 @@
 //     + decode_context_s     x context tokens decodes read on one DCP rank
 //     + copy_byte_s          x copy-on-write bytes copied
 //
+// and, outside the steps, serving_s once per request: the serving stack's
+// own time (API server, tokenising the prompt, the first token's way back)
+// that a client's TTFT includes and the engine's steps do not. It is added
+// to each request's first-token and finish times; it delays no step.
+//
 // A prefill chunk computing positions [s, e) of a request adds e - s prefill
 // tokens and sum_{p=s}^{e-1} (p + 1) attention pairs (each token attends to
 // itself and everything before it), divided by the DCP width when attention
@@ -55,6 +60,7 @@ struct CostModel {
   double state_write_s = 0.0;        // per recurrent state byte written
   double draft_token_s = 0.0;        // per draft token proposed
   double copy_byte_s = 0.0;          // per copy-on-write byte copied
+  double serving_s = 0.0;            // per request, outside the steps
 
   // kInvalidArgument naming a coefficient that is negative, NaN or above
   // kMaxInputSeconds.
@@ -63,11 +69,13 @@ struct CostModel {
 
 // The coefficients' names, in declaration order (the keys of --cost, cost
 // files and the deployment presets' "cost" objects).
-inline constexpr std::array<std::string_view, 10> kCostCoefficients = {
+inline constexpr std::array<std::string_view, 11> kCostCoefficients = {
     "step_s",         "prefill_token_s",  "prefill_attention_s",
     "decode_token_s", "decode_context_s", "request_s",
     "admission_s",    "state_write_s",    "draft_token_s",
-    "copy_byte_s"};
+    "copy_byte_s",    "serving_s"};
+// The index of serving_s, the one coefficient that is not a step's.
+inline constexpr std::size_t kServingCoefficient = 10;
 
 // What one step computes, summed over its requests.
 struct StepShape {
@@ -87,7 +95,7 @@ struct StepShape {
 };
 
 // The shape's value for coefficient `i` of kCostCoefficients (1 for step_s
-// of a non-empty step).
+// of a non-empty step, 0 for serving_s).
 double Feature(const StepShape& shape, std::size_t i);
 
 // Coefficient `i` of kCostCoefficients.

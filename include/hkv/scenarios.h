@@ -92,12 +92,15 @@ std::uint32_t ScenarioConcurrency(const Scenario& scenario);
 struct ScenarioFigure {
   std::string name;  // e.g. "prefill_tokens_per_s"
   double value = 0.0;
-  // Timed figures: value = tokens / seconds of steps [first_step,
-  // last_step], or those seconds when tokens is 0. Counts: first_step >
-  // last_step.
+  // Timed figures: value = tokens / seconds, or those seconds when tokens
+  // is 0, where seconds are those of steps [first_step, last_step] plus
+  // `serving` requests' serving time. Counts: first_step > last_step.
   double tokens = 0.0;
   std::uint64_t first_step = 1;
   std::uint64_t last_step = 0;
+  // Requests whose serving time (CostModel::serving_s) the seconds include:
+  // 1 for a TTFT, 0 for a span of steps alone.
+  double serving = 0.0;
 
   bool IsTimed() const { return first_step <= last_step; }
 };

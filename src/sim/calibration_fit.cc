@@ -88,6 +88,7 @@ std::optional<Row> RowOf(const Case& c, const CostModel& cost) {
       row.features[i] += Feature(steps[s], i);
     }
   }
+  row.features[kServingCoefficient] += f->serving;
   return row;
 }
 

@@ -22,8 +22,10 @@ constexpr double CostModel::*kMembers[] = {&CostModel::step_s,
                                            &CostModel::admission_s,
                                            &CostModel::state_write_s,
                                            &CostModel::draft_token_s,
-                                           &CostModel::copy_byte_s};
+                                           &CostModel::copy_byte_s,
+                                           &CostModel::serving_s};
 static_assert(std::size(kMembers) == kCostCoefficients.size());
+static_assert(kCostCoefficients[kServingCoefficient] == "serving_s");
 
 double* Find(CostModel& model, std::string_view key) {
   for (std::size_t i = 0; i < kCostCoefficients.size(); ++i) {
@@ -84,8 +86,10 @@ double Feature(const StepShape& shape, std::size_t i) {
       return d(shape.state_bytes_written);
     case 8:
       return d(shape.draft_tokens);
-    default:
+    case 9:
       return d(shape.copy_bytes);
+    default:  // serving_s: outside the steps
+      return 0.0;
   }
 }
 

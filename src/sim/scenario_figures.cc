@@ -9,14 +9,16 @@ namespace hkv {
 namespace {
 
 // Time to first token of request `i`: the steps from its arrival to the one
-// that produced its first token.
+// that produced its first token, and the request's serving time.
 ScenarioFigure Ttft(const SimulationResult& r, const CostModel& cost,
                     std::size_t i, std::string name) {
   const RequestMetrics& m = r.per_request[i];
   return {.name = std::move(name),
-          .value = SpanSeconds(r, cost, m.arrival_step, m.first_token_step),
+          .value = SpanSeconds(r, cost, m.arrival_step, m.first_token_step) +
+                   cost.serving_s,
           .first_step = m.arrival_step,
-          .last_step = m.first_token_step};
+          .last_step = m.first_token_step,
+          .serving = 1.0};
 }
 
 ScenarioFigure Count(std::string name, double value) {

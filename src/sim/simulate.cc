@@ -27,7 +27,7 @@ bool Engine::Sample(std::size_t index) {
   sampled = std::min(sampled, w.output_length - live.outputs);
   if (sampled > 0) {
     if (live.outputs == 0) {
-      result_.per_request[index].first_token_s = now_;
+      result_.per_request[index].first_token_s = now_ + options_.cost.serving_s;
       result_.per_request[index].first_token_step = result_.steps - 1;
     }
     shape_.sampled_tokens += sampled;
@@ -52,7 +52,7 @@ void Engine::Complete() {
           [&] { cache_.Free(RequestId{index}); });
     running_.erase(std::find(running_.begin(), running_.end(), index));
     RequestMetrics& m = result_.per_request[index];
-    m.finish_s = now_;
+    m.finish_s = now_ + options_.cost.serving_s;
     m.finish_step = result_.steps - 1;
     m.output_tokens = live.outputs;
     if (!live.request->keys().empty()) {

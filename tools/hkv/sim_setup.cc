@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "hkv/cost_model.h"
 #include "hkv/group_list.h"
 #include "hkv/limits.h"
 #include "numbers.h"
@@ -150,11 +151,13 @@ void AddCostAndOutputOptions(CLI::App& sub, O& o) {
   sub.add_option("--cost-file", o.cost_file,
                  "JSON object of cost coefficients over the preset (at most " +
                      std::to_string(kMaxConfigFileBytes) + " bytes)");
+  std::string keys;
+  for (std::string_view key : kCostCoefficients) {
+    keys += (keys.empty() ? "" : ", ") + std::string(key);
+  }
   sub.add_option("--cost", o.cost,
-                 "KEY=VALUE coefficient override (step_s, prefill_token_s, "
-                 "prefill_attention_s, decode_token_s, decode_context_s; "
-                 "seconds in [0, " +
-                     NumberText(kMaxInputSeconds) + "])");
+                 "KEY=VALUE coefficient override (" + keys +
+                     "; seconds in [0, " + NumberText(kMaxInputSeconds) + "])");
   CLI::Option* json = sub.add_flag("--json", o.json, "Print JSON");
   sub.add_flag("--csv", o.csv, "Print CSV")->excludes(json);
 }
