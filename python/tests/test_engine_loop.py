@@ -42,7 +42,7 @@ def test_hits_match_the_cpp_replay(trace, groups):
 
 
 def test_hits_match_the_cli(trace, tmp_path):
-    cli = BUILD / "tools" / "hkv" / "hkv"
+    cli = BUILD / "bin" / "hkv"
     if not cli.exists():
         pytest.skip(f"no {cli}")
     lines = TRACE.read_text(encoding="utf-8").splitlines()[:LIMIT]

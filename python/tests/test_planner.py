@@ -40,7 +40,7 @@ CLI_CASES = [
 
 @pytest.mark.parametrize("args", CLI_CASES)
 def test_matches_the_cli_json(args):
-    cli = BUILD / "tools" / "hkv" / "hkv"
+    cli = BUILD / "bin" / "hkv"
     if not cli.exists():
         pytest.skip(f"no {cli}")
     out = subprocess.run([str(cli), "plan", *args, "--json"], check=True,

@@ -15,7 +15,7 @@ FANOUT = dict(workload="fanout:requests=8,prefix=4096",
 
 
 def cli(*args):
-    out = subprocess.run([str(BUILD / "tools" / "hkv" / "hkv"), *args],
+    out = subprocess.run([str(BUILD / "bin" / "hkv"), *args],
                          check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 

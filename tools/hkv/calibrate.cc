@@ -12,17 +12,17 @@
 #include <string>
 
 #include "commands.h"
+#include "data_dir.h"
 #include "hkv/calibration.h"
 
 namespace hkv::cli {
 namespace {
 
-// The source tree's data/ folder (HKV_DATA_DIR): the calibration file's
-// figures and the independent ones that only check the fit.
+// In the data folder: the calibration file's figures and the independent
+// ones that only check the fit; the deployment presets --write rewrites.
 constexpr const char* kDefaultData[] = {
-    HKV_DATA_DIR "/calibration/glm53-flash.json",
-    HKV_DATA_DIR "/calibration/glm53-flash-held-out.json"};
-constexpr const char* kDeployments = HKV_DATA_DIR "/deployments/";
+    "/calibration/glm53-flash.json", "/calibration/glm53-flash-held-out.json"};
+constexpr const char* kDeployments = "/deployments/";
 
 Result<std::string> Read(const std::string& path) {
   std::ifstream in(path);
@@ -125,7 +125,7 @@ nlohmann::json ReportJson(const CalibrationReport& r) {
 
 Result<void> WritePresets(const CalibrationReport& r) {
   for (const DeploymentPreset& p : r.presets) {
-    const std::string path = kDeployments + p.name + ".json";
+    const std::string path = DataDir() + kDeployments + p.name + ".json";
     Result<std::string> text = Read(path);
     if (!text) return tl::unexpected(text.error());
     Result<std::string> fitted = WithCost(*text, p.cost);
@@ -140,12 +140,21 @@ Result<void> WritePresets(const CalibrationReport& r) {
 
 }  // namespace
 
+constexpr char kCalibrateExamples[] = R"(Examples:
+  hkv calibrate
+      fit every preset; each figure model against measured, held-out ones too
+  hkv calibrate --preset glm53-flash-gb10x4 --json
+      one preset (and those it depends on), as JSON
+  hkv calibrate --data my-figures.json --write
+      fit to other measured figures and store the coefficients)";
+
 void RegisterCalibrate(CLI::App& app) {
   auto options = std::make_shared<CalibrateCommandOptions>();
   CLI::App* sub = app.add_subcommand(
       "calibrate",
       "Fit the deployment presets' cost models to the measured figures and "
       "print each figure model against measured (docs/calibration.md)");
+  sub->footer(kCalibrateExamples);
   sub->add_option("--preset", options->presets,
                   "Preset to fit (repeat; default: every preset with figures)");
   sub->add_option("--data", options->data,
@@ -162,10 +171,10 @@ void RegisterCalibrate(CLI::App& app) {
 }
 
 int RunCalibrate(const CalibrateCommandOptions& options) {
-  const std::vector<std::string> paths =
-      options.data.empty() ? std::vector<std::string>(std::begin(kDefaultData),
-                                                      std::end(kDefaultData))
-                           : options.data;
+  std::vector<std::string> paths = options.data;
+  if (paths.empty()) {
+    for (const char* file : kDefaultData) paths.push_back(DataDir() + file);
+  }
   Result<CalibrationData> data = ReadData(paths);
   Result<CalibrationReport> report =
       data ? Calibrate(*data, {.presets = options.presets})

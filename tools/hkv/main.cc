@@ -5,11 +5,28 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
 
 #include "commands.h"
+#include "hkv/version.h"
+
+namespace {
+
+constexpr char kExamples[] = R"(Examples:
+  hkv compare
+      which page geometry to run: the measured GB10 deployment's A/B
+  hkv plan --model glm53-flash-like --tp 4 --budget 33GiB --context 262144 \
+      --geometry 2048/256/256
+      how many tokens and requests the KV cache holds
+  hkv COMMAND --help
+      a command's options and examples)";
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"hkv: a KV-cache manager for LLM serving"};
+  app.set_version_flag("--version", "hkv " + std::string(hkv::kVersion));
+  app.footer(kExamples);
   app.require_subcommand(1);
   hkv::cli::RegisterReplay(app);
   hkv::cli::RegisterPlan(app);

@@ -196,12 +196,24 @@ void AddGeometryOptions(CLI::App& sub, PlanCommandOptions& o) {
 
 }  // namespace
 
+constexpr char kPlanExamples[] = R"(Examples:
+  hkv plan --model glm53-flash-like --tp 4 --budget 33GiB --context 262144 \
+      --geometry 256/256/256 --geometry 2048/256/256
+      capacity of two page geometries, shared pool and per-group pools
+  hkv plan --model qwen3-next-80b-a3b --budget 40GiB --context 131072 \
+      --search --top 5
+      the five power-of-two geometries that hold the most tokens
+  hkv plan --model my-model.json --budget 64GiB --context 32768 \
+      --geometry auto --json
+      a model file under the reference's automatic geometry, as JSON)";
+
 void RegisterPlan(CLI::App& app) {
   auto o = std::make_shared<PlanCommandOptions>();
   CLI::App* sub = app.add_subcommand(
       "plan",
       "Capacity of a model's KV cache: groups, stride, blocks, concurrency "
       "and waste per page geometry");
+  sub->footer(kPlanExamples);
   AddInputOptions(*sub, *o);
   AddGeometryOptions(*sub, *o);
   sub->callback([o] {

@@ -172,11 +172,20 @@ void AddRunOptions(CLI::App& sub, ReplayCommandOptions& o) {
 
 }  // namespace
 
+constexpr char kReplayExamples[] = R"(Examples:
+  hkv replay data/traces/mooncake_conversation_trace.jsonl --block-size 256
+      hit tokens of one full-attention group of 256-token blocks
+  hkv replay TRACE --groups full:2048,recurrent:256 --hash-unit 256
+      a hybrid cache: 2048-token attention pages, 256-token states and keys
+  hkv replay TRACE --groups full:256 --capacity-tokens 2000000 --json
+      with evictions past two million tokens, as JSON)";
+
 void RegisterReplay(CLI::App& app) {
   auto options = std::make_shared<ReplayCommandOptions>();
   CLI::App* sub = app.add_subcommand(
       "replay",
       "Replay a Mooncake trace through the prefix cache and report hit tokens");
+  sub->footer(kReplayExamples);
   AddTraceAndGroupOptions(*sub, *options);
   AddRunOptions(*sub, *options);
   sub->callback([options] {

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "data_dir.h"
 #include "hkv/cost_model.h"
 #include "hkv/group_list.h"
 #include "hkv/limits.h"
@@ -169,8 +170,7 @@ void AddSimOptions(CLI::App& sub, SimCommandOptions& options) {
   AddCacheOptions(sub, options);
   AddEngineOptions(sub, options);
   AddCostAndOutputOptions(sub, options);
-  // HKV_DATA_DIR is the source tree's data/ folder.
-  options.data_dir = HKV_DATA_DIR;
+  options.data_dir = DataDir();
   // The flags given (as field names), which a preset does not override.
   sub.parse_complete_callback([&sub, &options] {
     for (const CLI::Option* opt : sub.get_options()) {

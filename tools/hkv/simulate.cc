@@ -87,12 +87,30 @@ void OnRun(CLI::App* sub, std::shared_ptr<Options> options,
 
 }  // namespace
 
+constexpr char kSimulateExamples[] = R"(Examples:
+  hkv simulate --preset glm53-flash-gb10x4 --workload resend:prompt=52445
+      the measured GB10 deployment: a resend's reuse and both TTFTs
+  hkv simulate --geometry 2048/256/256 --limit 500 --json
+      the first 500 requests of the bundled conversation trace, as JSON
+  hkv simulate --groups full:2048,recurrent:256 --hash-unit 256 \
+      --num-blocks 4000 --workload fanout:requests=32,prefix=8192
+      a cache given by its groups and pool, on a generated fan-out)";
+
+constexpr char kCompareExamples[] = R"(Examples:
+  hkv compare
+      the A/B of four page geometries with a recommendation
+  hkv compare --geometry 4096/256/256 --objective reuse --json
+      one more column, ranked by reused tokens, as JSON
+  hkv compare --sweep budget-gib=16,33,66,132 --json > sweep.json
+      hit ratio by KV budget; python3 -m hkv.plot sweep.json draws it)";
+
 void RegisterSimulate(CLI::App& app) {
   auto options = std::make_shared<SimCommandOptions>();
   CLI::App* sub = app.add_subcommand(
       "simulate",
       "Simulate an engine serving a workload on one cache configuration "
       "(modelled times, measured cache-manager CPU time)");
+  sub->footer(kSimulateExamples);
   AddSimOptions(*sub, *options);
   OnRun(sub, options, &RunSimulate);
 }
@@ -111,6 +129,7 @@ void RegisterCompare(CLI::App& app) {
       "deployment (preset glm53-flash-gb10x4) on the named scenarios and the "
       "first 2000 requests of the bundled conversation trace, with a "
       "recommendation and its sensitivity (docs/simulator.md)");
+  sub->footer(kCompareExamples);
   AddSimOptions(*sub, options->sim);
   sub->add_option("--config", options->configs,
                   "A configuration (repeat): GROUPS[;unit=U][;blocks=N|"
