@@ -177,7 +177,8 @@ class KVCacheManager:
     def allocate_slots(self, request, num_new_tokens,
                        num_new_computed_tokens=0, new_computed_blocks=None,
                        num_lookahead_tokens=0, num_external_computed_tokens=0,
-                       delay_cache_blocks=False, num_encoder_tokens=0):
+                       delay_cache_blocks=False, num_encoder_tokens=0,
+                       full_sequence_must_fit=False):
         """Blocks for ``num_new_tokens`` (plus ``num_lookahead_tokens``
         slots) after the request's ``num_computed_tokens``, the hit's
         ``num_new_computed_tokens`` and ``num_external_computed_tokens``
@@ -189,7 +190,9 @@ class KVCacheManager:
         scheduler block; 0 adopts nothing). Then registers the reusable
         prefix up to min(computed + hit + external + new tokens, the
         request's tokens), unless ``delay_cache_blocks`` (cache_blocks does
-        it once the load is done). Raises hkv.UsageError for no new nor
+        it once the load is done). ``full_sequence_must_fit`` refuses
+        unless the request's whole sequence fits now (window groups counted
+        at what one request holds). Raises hkv.UsageError for no new nor
         external tokens, encoder tokens, a hit for a request that holds
         blocks or was not looked up, or computed tokens without blocks."""
         rid = request.request_id
@@ -209,7 +212,8 @@ class KVCacheManager:
             num_new_computed_tokens=hit_tokens if looked_up else None,
             new_computed_blocks=None if hit is None else _Found(hit),
             num_external_computed_tokens=external,
-            num_in_flight_tokens=getattr(request, "num_in_flight_tokens", 0))
+            num_in_flight_tokens=getattr(request, "num_in_flight_tokens", 0),
+            whole_sequence=full_sequence_must_fit)
         if new is None:
             return None
         self._mirrors[rid] = mirror

@@ -163,7 +163,7 @@ def test_reference_signatures():
         "self", "request", "num_new_tokens", "num_new_computed_tokens",
         "new_computed_blocks", "num_lookahead_tokens",
         "num_external_computed_tokens", "delay_cache_blocks",
-        "num_encoder_tokens"]
+        "num_encoder_tokens", "full_sequence_must_fit"]
     assert params(v.KVCacheManager)[:10] == [
         "kv_cache_config", "max_model_len", "hash_block_size",
         "enable_caching", "use_eagle", "log_stats", "enable_kv_cache_events",
@@ -225,8 +225,10 @@ def test_none_on_no_room_changes_nothing():
     assert kv.allocate_slots(a, 16 + 32) is None  # 3 more blocks: 2 are free
     assert (kv.usage, kv.get_block_ids("a")) == before
     assert kv.get_block_ids("b") == ([],)
-    assert kv.allocate_slots(a, 16) is not None
+    assert kv.allocate_slots(a, 16, full_sequence_must_fit=True) is not None
     kv.free(a)
+    assert kv.allocate_slots(v.Request("c", range(96)), 16,
+                             full_sequence_must_fit=True) is None
     blocks, hit = kv.get_computed_blocks(b)
     assert kv.allocate_slots(b, 40, hit, blocks) is not None
 
