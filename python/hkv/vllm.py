@@ -158,8 +158,8 @@ class KVCacheManager:
     def new_step_starts(self):
         """A scheduler step starts, so the previous one ran: the copies
         taken then are released, and recurrent states registered then can
-        be hit (before, a lookup's allocation returns None). Call it once
-        per step, before the step's first allocation."""
+        be hit (until then, an allocation adopting one returns None). Call
+        it once per step, before the step's first allocation."""
         self.kv.finish_step()
 
     def get_computed_blocks(self, request):
