@@ -73,14 +73,20 @@ else:
 from hkv.reports import plot_run, plot_runs  # noqa: E402,F401
 
 
+def _missing_extension(name):
+    """The ImportError for ``name`` (a compiled name or a module needing
+    one) while hkv._hkv is missing: what happened and how to build it."""
+    return ImportError(
+        f"{name} needs the compiled extension hkv._hkv, which "
+        f"{_WHY}; build it with `cmake --build --preset "
+        "release --target hkv_py` and put build/release/python before "
+        "python/ on PYTHONPATH")
+
+
 def __getattr__(name):
     """A compiled name asked for without the compiled module: say so."""
     if _MISSING is not None and name in __all__:
-        raise ImportError(
-            f"hkv.{name} needs the compiled extension hkv._hkv, which "
-            f"{_WHY}; build it with `cmake --build --preset "
-            "release --target hkv_py` and put build/release/python before "
-            "python/ on PYTHONPATH") from _MISSING
+        raise _missing_extension(f"hkv.{name}") from _MISSING
     raise AttributeError(f"module 'hkv' has no attribute {name!r}")
 
 
