@@ -8,6 +8,8 @@ both directories on ``PYTHONPATH`` (build directory first)::
 
     PYTHONPATH=build/release/python:python /usr/bin/python3 -c "import hkv"
 
+or installed with both parts (``pip install --no-build-isolation .``).
+
 Errors: caller bugs (an unknown request, a double free, a bad group list
 option) raise ``hkv.UsageError``; bad input (an invalid config, an infeasible
 plan, a malformed trace) raises ``hkv.Error``. Both are ``ValueError``s.
@@ -80,7 +82,8 @@ def _missing_extension(name):
         f"{name} needs the compiled extension hkv._hkv, which "
         f"{_WHY}; build it with `cmake --build --preset "
         "release --target hkv_py` and put build/release/python before "
-        "python/ on PYTHONPATH")
+        "python/ on PYTHONPATH, or install the package with `pip "
+        "install --no-build-isolation .`")
 
 
 def __getattr__(name):

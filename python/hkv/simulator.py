@@ -6,7 +6,9 @@ Python) turns reports into the charts' "runs" (docs/python.md).
 Options are the commands' flags in snake_case: ``workload``, ``limit``,
 ``groups``, ``num_blocks``, ``hash_unit``, ``model``, ``tp``, ``budget_gib``,
 ``geometry``, ``concurrency``, ``open_loop``, ``spec_drafts``, ... (see
-``hkv simulate --help``). Times in the reports are modelled.
+``hkv simulate --help``), and ``data_dir``, the folder whose
+``traces/mooncake_conversation_trace.jsonl`` is the default workload (the
+package's ``data/``). Times in the reports are modelled.
 
 Example::
 
@@ -19,14 +21,23 @@ Example::
 """
 
 import json
+import pathlib
 
 from hkv import _hkv
 from hkv.reports import plot_run, plot_runs  # noqa: F401 (re-exported)
 
+# The bundled data sits beside the compiled module: copied into an installed
+# package, a link to the source tree's data/ in a build tree.
+DATA_DIR = str(pathlib.Path(_hkv.__file__).parent / "data")
+
+
+def _with_data(options):
+    return {"data_dir": DATA_DIR, **options}
+
 
 def simulate(**options):
     """One configuration: the report of ``hkv simulate --json``."""
-    return json.loads(_hkv.simulate_json(options))[0]
+    return json.loads(_hkv.simulate_json(_with_data(options)))[0]
 
 
 def compare(configs=None, vary="", geometries=None, objective="ttft-p50",
@@ -38,7 +49,8 @@ def compare(configs=None, vary="", geometries=None, objective="ttft-p50",
     (schema "hkv.compare/1")."""
     if configs or vary:
         return json.loads(_hkv.compare_json(
-            options, list(configs or []), list(geometries or []), vary))
+            _with_data(options), list(configs or []),
+            list(geometries or []), vary))
     return compare_geometries(geometries, objective, **options)
 
 
@@ -48,4 +60,4 @@ def compare_geometries(geometries=None, objective="ttft-p50", **options):
     trace, with the recommendation; ``hkv compare --json`` as a dict
     (schema "hkv.compare/1", docs/simulator.md)."""
     return json.loads(_hkv.compare_geometries_json(
-        options, list(geometries or []), objective))
+        _with_data(options), list(geometries or []), objective))

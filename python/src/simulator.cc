@@ -1,6 +1,9 @@
 // Bindings of the library's experiments (hkv/experiment.h) that `hkv
 // simulate` and `hkv compare` run: options by name, results as the
-// commands' JSON reports. Simulation runs without the GIL.
+// commands' JSON reports. Simulation runs without the GIL. hkv.simulator
+// passes data_dir, the folder of the bundled data (the default workload's
+// trace), which it finds beside the package, so an installed module does
+// not depend on the source tree.
 #include <functional>
 #include <map>
 #include <optional>
@@ -60,6 +63,7 @@ const std::map<std::string, Setter>& Setters() {
       {"cost_file", Field(&SimCommandOptions::cost_file)},
       {"cost", Field(&SimCommandOptions::cost)},
       {"preset", Field(&SimCommandOptions::preset)},
+      {"data_dir", Field(&SimCommandOptions::data_dir)},
   };
   return setters;
 }
@@ -75,7 +79,6 @@ SimCommandOptions OptionsFrom(const py::dict& given) {
     it->second(options, value, "simulator option " + name);
     options.given.insert(name);
   }
-  options.data_dir = HKV_DATA_DIR;
   // The ranges the commands' flags have.
   if (Result<void> ok = CheckSimOptions(options, OptionNames::kPython); !ok) {
     throw UsageError("simulator option " + ok.error().message);

@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 import hkv
-from conftest import BUILD, ROOT
+from conftest import ROOT, cli
 
 LIMIT = 200
 TRACE = ROOT / "data" / "traces" / "mooncake_conversation_trace.jsonl"
@@ -42,13 +42,11 @@ def test_hits_match_the_cpp_replay(trace, groups):
 
 
 def test_hits_match_the_cli(trace, tmp_path):
-    cli = BUILD / "bin" / "hkv"
-    if not cli.exists():
-        pytest.skip(f"no {cli}")
+    path = cli()
     lines = TRACE.read_text(encoding="utf-8").splitlines()[:LIMIT]
     small = tmp_path / "first.jsonl"
     small.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    out = subprocess.run([str(cli), "replay", str(small)], check=True,
+    out = subprocess.run([str(path), "replay", str(small)], check=True,
                          capture_output=True, text=True).stdout
     cli_hits = int(out.split("hit tokens")[1].split()[0])
     example = load_example()

@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 import hkv
-from conftest import BUILD, ROOT
+from conftest import ROOT, cli
 
 
 def test_worked_tp2_example():
@@ -40,10 +40,7 @@ CLI_CASES = [
 
 @pytest.mark.parametrize("args", CLI_CASES)
 def test_matches_the_cli_json(args):
-    cli = BUILD / "bin" / "hkv"
-    if not cli.exists():
-        pytest.skip(f"no {cli}")
-    out = subprocess.run([str(cli), "plan", *args, "--json"], check=True,
+    out = subprocess.run([str(cli()), "plan", *args, "--json"], check=True,
                          capture_output=True, text=True).stdout
     opts = dict(zip(args[::2], args[1::2]))
     kwargs = {"tp": int(opts["--tp"]), "budget": opts["--budget"],

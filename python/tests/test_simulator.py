@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import hkv
-from conftest import BUILD, ROOT
+from conftest import cli as hkv_cli, python_env
 
 FANOUT = dict(workload="fanout:requests=8,prefix=4096",
               groups="full:2048,recurrent:256", hash_unit=256,
@@ -15,7 +15,7 @@ FANOUT = dict(workload="fanout:requests=8,prefix=4096",
 
 
 def cli(*args):
-    out = subprocess.run([str(BUILD / "bin" / "hkv"), *args],
+    out = subprocess.run([str(hkv_cli()), *args],
                          check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
@@ -88,9 +88,8 @@ def test_reports_become_charts(tmp_path):
     # The CLI's JSON is valid plot input as it is.
     path = tmp_path / "compare.json"
     path.write_text(json.dumps(reports), encoding="utf-8")
-    env = {"PYTHONPATH": f"{BUILD / 'python'}:{ROOT / 'python'}"}
     subprocess.run([sys.executable, "-m", "hkv.plot", str(path), "-o",
-                    str(tmp_path / "out")], check=True, env=env)
+                    str(tmp_path / "out")], check=True, env=python_env())
     for name in ("ttft", "miss_causes"):
         for ext in ("png", "svg"):
             files = list((tmp_path / "out").glob(f"*{name}*.{ext}"))
