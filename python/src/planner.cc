@@ -2,10 +2,12 @@
 // the capacity planner. Planning runs without the GIL.
 #include "hkv/planner.h"
 
+#include <string>
 #include <vector>
 
 #include "bindings.h"
 #include "hkv/model.h"
+#include "hkv/plan_report.h"
 
 namespace hkv::python {
 namespace {
@@ -27,6 +29,12 @@ void BindModel(py::module_& m) {
   m.def("parse_model_json", [](std::string_view text) {
     return ValueOrThrow(ParseModelJson(text));
   });
+  m.def(
+      "load_model",
+      [](const std::string& model) { return ValueOrThrow(LoadModel(model)); },
+      py::arg("model"),
+      "A preset by name, or a model JSON file (a path with '/' or ending "
+      "in .json), read within the configuration-file limit");
   m.def("parse_byte_size", [](std::string_view text) {
     return ValueOrThrow(ParseByteSize(text));
   });
@@ -41,6 +49,9 @@ void BindInputs(py::module_& m) {
       .def_readwrite("recurrent_block", &Geometry::recurrent_block)
       .def_readwrite("hash_unit", &Geometry::hash_unit)
       .def(py::self == py::self);
+  m.def("parse_geometry", [](std::string_view text) {
+    return ValueOrThrow(ParseGeometry(text));
+  });
   py::class_<PlanOptions>(m, "PlanOptions")
       .def(py::init<>())
       .def_readwrite("tp", &PlanOptions::tp)
@@ -113,6 +124,19 @@ void BindPlanning(py::module_& m) {
         return ValueOrThrow(SearchGeometries(model, options, max_hit_unit));
       },
       py::arg("model"), py::arg("options"), py::arg("max_hit_unit"));
+  m.def(
+      "plan_report_json",
+      [](const ModelSpec& model, const PlanOptions& options,
+         const std::vector<std::string>& geometries, bool search,
+         std::uint32_t max_unit, std::size_t top) {
+        py::gil_scoped_release release;
+        Result<PlanReport> report =
+            search ? SearchPlans(model, options, max_unit, top)
+                   : PlanGeometries(model, options, geometries);
+        return PlanReportJson(ValueOrThrow(std::move(report)));
+      },
+      py::arg("model"), py::arg("options"), py::arg("geometries"),
+      py::arg("search"), py::arg("max_unit"), py::arg("top"));
 }
 
 }  // namespace

@@ -12,25 +12,13 @@
 #include "commands.h"
 #include "hkv/limits.h"
 #include "hkv/model.h"
+#include "hkv/plan_report.h"
 #include "hkv/planner.h"
 #include "numbers.h"
 #include "plan_print.h"
 
 namespace hkv::cli {
 namespace {
-
-bool IsModelFile(const std::string& model) {
-  return model.find('/') != std::string::npos || model.ends_with(".json");
-}
-
-Result<ModelSpec> LoadModel(const std::string& model) {
-  if (!IsModelFile(model)) return LoadPreset(model);
-  Result<std::string> text = ReadSmallFile(model, kMaxConfigFileBytes);
-  if (!text) return Named("--model", text.error());
-  Result<ModelSpec> spec = ParseModelJson(*text);
-  if (!spec) spec.error().message = model + ": " + spec.error().message;
-  return spec;
-}
 
 int Failure(const std::string& message) {
   fmt::print(stderr, "hkv plan: {}\n", message);
@@ -72,63 +60,6 @@ PlanOptions ToPlanOptions(const PlanCommandOptions& o) {
           .speculative_tokens = o.speculative_tokens,
           .retention_interval = o.retention_interval,
           .max_scheduled_tokens = o.max_scheduled_tokens};
-}
-
-// The rows of the requested geometries; the first error ends the run.
-Result<std::vector<PlanRow>> PlanGeometries(const ModelSpec& model,
-                                            const PlanOptions& options,
-                                            const PlanCommandOptions& o) {
-  std::vector<PlanRow> rows;
-  for (const std::string& label : o.geometries) {
-    Result<Geometry> g =
-        label == "auto" ? AutoGeometry(model, options) : ParseGeometry(label);
-    Result<Plan> plan = g ? PlanCapacity(model, *g, options)
-                          : Result<Plan>(tl::unexpected(g.error()));
-    if (!plan) {
-      return Fail(plan.error().code,
-                  "geometry " + label + ": " + plan.error().message);
-    }
-    rows.push_back({label, std::move(*plan)});
-  }
-  return rows;
-}
-
-// Whether `b` differs from `a` in its recurrent block only: the split
-// layout's state pages do not depend on it, so neither does capacity.
-bool SameButRecurrentBlock(const Plan& a, const Plan& b) {
-  return a.geometry.target_block == b.geometry.target_block &&
-         a.geometry.hash_unit == b.geometry.hash_unit &&
-         a.hit_unit == b.hit_unit && a.stride_bytes == b.stride_bytes &&
-         a.shared.tokens == b.shared.tokens &&
-         a.per_group.tokens == b.per_group.tokens;
-}
-
-// The best `top` plans, each resolved geometry once (coupled blocks grow
-// alike); runs that differ in the recurrent block only become one row
-// labelled T/R1..R2/U.
-Result<std::vector<PlanRow>> SearchRows(const ModelSpec& model,
-                                        const PlanOptions& options,
-                                        const PlanCommandOptions& o) {
-  Result<std::vector<Plan>> plans =
-      SearchGeometries(model, options, o.max_unit);
-  if (!plans) return tl::unexpected(plans.error());
-  std::vector<PlanRow> rows;
-  std::uint32_t first_r = 0;
-  for (Plan& plan : *plans) {
-    const Geometry& g = plan.geometry;
-    if (!rows.empty() && rows.back().plan.geometry == g) continue;
-    if (!rows.empty() && SameButRecurrentBlock(rows.back().plan, plan)) {
-      rows.back().label = fmt::format("{}/{}..{}/{}", g.target_block, first_r,
-                                      g.recurrent_block, g.hash_unit);
-      continue;
-    }
-    if (rows.size() == o.top) break;
-    first_r = g.recurrent_block;
-    rows.push_back({fmt::format("{}/{}/{}", g.target_block, g.recurrent_block,
-                                g.hash_unit),
-                    std::move(plan)});
-  }
-  return rows;
 }
 
 constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
@@ -228,17 +159,16 @@ void RegisterPlan(CLI::App& app) {
 
 int RunPlan(const PlanCommandOptions& o) {
   Result<ModelSpec> model = LoadModel(o.model);
-  if (!model) return Failure(model.error().message);
+  if (!model) return Failure("--model: " + model.error().message);
   const PlanOptions options = ToPlanOptions(o);
-  Result<std::vector<PlanRow>> rows = o.search
-                                          ? SearchRows(*model, options, o)
-                                          : PlanGeometries(*model, options, o);
-  if (!rows) return Failure(rows.error().message);
-  const PlanReport report{model->name, options, std::move(*rows)};
+  Result<PlanReport> report =
+      o.search ? SearchPlans(*model, options, o.max_unit, o.top)
+               : PlanGeometries(*model, options, o.geometries);
+  if (!report) return Failure(report.error().message);
   if (o.json) {
-    PrintPlanJson(report);
+    fmt::print("{}\n", PlanReportJson(*report));
   } else {
-    PrintPlanText(report);
+    PrintPlanText(*report);
   }
   return 0;
 }

@@ -2,8 +2,6 @@
 
 #include <fmt/core.h>
 
-#include <nlohmann/json.hpp>
-
 namespace hkv::cli {
 namespace {
 
@@ -52,52 +50,6 @@ std::string RebalanceText(const Plan& plan) {
                      plan.baseline_cost_bytes, plan.cost_bytes, change);
 }
 
-nlohmann::json CapacityJson(const PoolCapacity& c) {
-  return {{"blocks", c.blocks},
-          {"blocks_per_request", c.blocks_per_request},
-          {"concurrency", c.concurrency},
-          {"tokens", c.tokens},
-          {"waste", c.waste}};
-}
-
-nlohmann::json GroupJson(const GroupPlan& g) {
-  return {{"kind", LayerKindName(g.kind)},
-          {"draft", g.draft},
-          {"layers", g.num_layers},
-          {"block_tokens", g.block_tokens},
-          {"slot_bytes", g.slot_bytes},
-          {"data_bytes", g.data_bytes},
-          {"waste_bytes", g.waste_bytes},
-          {"blocks_per_request", g.blocks_per_request},
-          {"pool_page_bytes", g.pool_page_bytes},
-          {"pool_blocks", g.pool_blocks}};
-}
-
-nlohmann::json PlanJson(const PlanRow& row) {
-  const Plan& p = row.plan;
-  nlohmann::json groups = nlohmann::json::array();
-  for (const GroupPlan& g : p.groups) groups.push_back(GroupJson(g));
-  nlohmann::json shared = CapacityJson(p.shared);
-  shared["reference_tokens"] = p.reference_tokens;
-  nlohmann::json per_group = CapacityJson(p.per_group);
-  per_group["null_bytes"] = p.null_bytes;
-  return {{"geometry", row.label},
-          {"target_block", p.geometry.target_block},
-          {"recurrent_block", p.geometry.recurrent_block},
-          {"hash_unit", p.geometry.hash_unit},
-          {"scheduler_block", p.scheduler_block},
-          {"hit_unit", p.hit_unit},
-          {"partial_hits", p.partial_hits},
-          {"stride_bytes", p.stride_bytes},
-          {"cost_bytes", p.cost_bytes},
-          {"baseline_layer_counts", p.baseline_layer_counts},
-          {"baseline_stride_bytes", p.baseline_stride_bytes},
-          {"baseline_cost_bytes", p.baseline_cost_bytes},
-          {"shared", std::move(shared)},
-          {"per_group", std::move(per_group)},
-          {"groups", std::move(groups)}};
-}
-
 constexpr const char* kRowFormat =
     "{:<18} {:<16} {:>5} {:>11} {:>8} {:>7} {:>5} {:>10} {:>6} | {:>8} "
     "{:>5} {:>10} {:>6} | {}\n";
@@ -123,19 +75,6 @@ void PrintPlanText(const PlanReport& report) {
                fmt::format("{:.1f}%", 100.0 * p.per_group.waste),
                GroupsText(p) + RebalanceText(p));
   }
-}
-
-void PrintPlanJson(const PlanReport& report) {
-  const PlanOptions& o = report.options;
-  nlohmann::json plans = nlohmann::json::array();
-  for (const PlanRow& row : report.rows) plans.push_back(PlanJson(row));
-  const nlohmann::json out = {{"model", report.model},
-                              {"tp", o.tp},
-                              {"dcp", o.dcp},
-                              {"budget_bytes", o.budget_bytes},
-                              {"context_tokens", o.context_tokens},
-                              {"plans", std::move(plans)}};
-  fmt::print("{}\n", out.dump(2));
 }
 
 }  // namespace hkv::cli
