@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "hkv/events.h"
+#include "hkv/group_kind.h"
 #include "hkv/keys.h"
 #include "hkv/limits.h"
 #include "hkv/request.h"
@@ -39,15 +40,6 @@
 #include "hkv/types.h"
 
 namespace hkv {
-
-enum class GroupKind {
-  kFullAttention,  // full attention and MLA
-  kSlidingWindow,  // sliding-window attention over `sliding_window` tokens
-  kChunkedLocal,   // attention within chunks of `chunk_size` tokens
-  kRecurrent,      // recurrent state (Mamba2, GatedDeltaNet, KDA)
-  kScratch,        // per-request scratch pages (a ring, a K-pool tail):
-                   // `scratch_blocks` blocks, never cached
-};
 
 // Which recurrent states the kernel leaves behind: in kAlign only at the end
 // of each scheduled chunk (the scheduler aligns chunks so that reusable

@@ -39,8 +39,4 @@ namespace hkv {
 [[nodiscard]] Result<std::vector<GroupSpec>> ParseGroupList(
     std::string_view text);
 
-// The kind's name in the group-list syntax: "full", "sliding", "chunked",
-// "recurrent" or "scratch".
-std::string_view GroupKindName(GroupKind kind);
-
 }  // namespace hkv

@@ -52,17 +52,9 @@ def optional_whole(name, value, maximum=U32_MAX, minimum=0):
     """None, or whole(name, value, ...)."""
     return None if value is None else whole(name, value, maximum, minimum)
 
-_KINDS = {
-    "full": _hkv.GroupKind.FULL_ATTENTION,
-    "full_attention": _hkv.GroupKind.FULL_ATTENTION,
-    "sliding": _hkv.GroupKind.SLIDING_WINDOW,
-    "sliding_window": _hkv.GroupKind.SLIDING_WINDOW,
-    "chunked": _hkv.GroupKind.CHUNKED_LOCAL,
-    "chunked_local": _hkv.GroupKind.CHUNKED_LOCAL,
-    "recurrent": _hkv.GroupKind.RECURRENT,
-    "mamba": _hkv.GroupKind.RECURRENT,
-    "scratch": _hkv.GroupKind.SCRATCH,
-}
+# The library's one table of kind names (hkv/group_kind.h), aliases too.
+_KINDS = {name: _hkv.parse_group_kind(name)
+          for name in _hkv.group_kind_names()}
 _MODES = {
     "align": _hkv.RecurrentMode.ALIGN,
     "all": _hkv.RecurrentMode.ALL,

@@ -67,6 +67,23 @@ void BindGroupSpec(py::module_& m) {
   });
   m.def("group_kind_name",
         [](GroupKind kind) { return std::string(GroupKindName(kind)); });
+  m.def(
+      "parse_group_kind",
+      [](std::string_view name) { return ParseGroupKind(name); },
+      py::arg("name"),
+      "The GroupKind named `name` (\"full\", ...) or its alias "
+      "(\"full_attention\", \"mamba\", ...); None for another name");
+  m.def(
+      "group_kind_names",
+      [] {
+        std::vector<std::string> names;
+        for (const GroupKindNames& k : kGroupKinds) {
+          names.emplace_back(k.name);
+          names.emplace_back(k.alias);
+        }
+        return names;
+      },
+      "Every name and alias parse_group_kind accepts");
   m.def("is_prefix_cacheable", &IsPrefixCacheable);
   m.def("tokens_per_block", &TokensPerBlock, py::arg("group"), py::arg("dcp"));
 }

@@ -5,26 +5,6 @@
 namespace hkv::internal {
 namespace {
 
-std::string_view KindName(GroupKind kind) {
-  switch (kind) {
-    case GroupKind::kSlidingWindow:
-      return "sliding_window";
-    case GroupKind::kChunkedLocal:
-      return "chunked_local_attention";
-    case GroupKind::kRecurrent:
-      return "mamba";
-    case GroupKind::kScratch:
-      return "circular_buffer";
-    case GroupKind::kFullAttention:
-      break;
-  }
-  return "full_attention";
-}
-
-}  // namespace
-
-namespace {
-
 // The event form of the extra keys of tokens [start, end), or none.
 std::optional<std::vector<EventExtraKey>> ExtrasOf(const Request& request,
                                                    std::uint32_t start,
@@ -112,7 +92,7 @@ void AnnotateKinds(std::vector<KvEvent>& events,
   for (KvEvent& event : events) {
     if (auto* stored = std::get_if<BlockStored>(&event)) {
       const GroupSpec& spec = groups[ToIndex(stored->group)];
-      stored->spec_kind = std::string(KindName(spec.kind));
+      stored->spec_kind = std::string(NamesOf(spec.kind).event_name);
       if (spec.kind == GroupKind::kSlidingWindow) {
         stored->sliding_window = spec.sliding_window;
       }

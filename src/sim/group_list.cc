@@ -52,13 +52,10 @@ Result<std::uint32_t> ParseNumber(std::string_view text, std::string_view what,
   return value;
 }
 
-constexpr GroupKind kKinds[] = {
-    GroupKind::kFullAttention, GroupKind::kSlidingWindow,
-    GroupKind::kChunkedLocal, GroupKind::kRecurrent, GroupKind::kScratch};
-
+// Group lists take the kinds' names only (not their aliases).
 std::optional<GroupKind> ParseKind(std::string_view name) {
-  for (GroupKind kind : kKinds) {
-    if (name == GroupKindName(kind)) return kind;
+  for (const GroupKindNames& k : kGroupKinds) {
+    if (name == k.name) return k.kind;
   }
   return std::nullopt;
 }
@@ -66,9 +63,9 @@ std::optional<GroupKind> ParseKind(std::string_view name) {
 // "full, sliding, ... or scratch": every kind, for errors.
 std::string KindList() {
   std::string list;
-  for (std::size_t i = 0; i < std::size(kKinds); ++i) {
-    if (i > 0) list += i + 1 == std::size(kKinds) ? " or " : ", ";
-    list += GroupKindName(kKinds[i]);
+  for (std::size_t i = 0; i < kGroupKinds.size(); ++i) {
+    if (i > 0) list += i + 1 == kGroupKinds.size() ? " or " : ", ";
+    list += kGroupKinds[i].name;
   }
   return list;
 }
@@ -233,22 +230,6 @@ Result<std::vector<GroupSpec>> ParseGroupList(std::string_view text) {
     groups.push_back(*group);
   }
   return groups;
-}
-
-std::string_view GroupKindName(GroupKind kind) {
-  switch (kind) {
-    case GroupKind::kSlidingWindow:
-      return "sliding";
-    case GroupKind::kChunkedLocal:
-      return "chunked";
-    case GroupKind::kRecurrent:
-      return "recurrent";
-    case GroupKind::kScratch:
-      return "scratch";
-    case GroupKind::kFullAttention:
-      break;
-  }
-  return "full";
 }
 
 }  // namespace hkv
