@@ -7,6 +7,7 @@ HKV_PYTHON_INSTALLED=1 the tests run against the installed package (`pip
 install .`): nothing goes on sys.path, and BUILD is HKV_PYTHON_BUILD when
 given, else None, which skips the tests that compare with the build tree's
 `hkv` CLI."""
+import importlib.util
 import os
 import pathlib
 import sys
@@ -57,3 +58,12 @@ def python_env():
         env["PYTHONPATH"] = os.pathsep.join([str(BUILD / "python"),
                                              str(ROOT / "python")])
     return env
+
+
+def load_example(name):
+    """python/examples/NAME.py as a module (its main() not run)."""
+    path = ROOT / "python" / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

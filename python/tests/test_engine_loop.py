@@ -1,23 +1,14 @@
 """The engine example's hits equal the C++ replay's on the same requests:
 hkv.replay (bound) and, when built, `hkv replay` on a file of them."""
-import importlib.util
 import subprocess
 
 import pytest
 
 import hkv
-from conftest import ROOT, cli
+from conftest import ROOT, cli, load_example
 
 LIMIT = 200
 TRACE = ROOT / "data" / "traces" / "mooncake_conversation_trace.jsonl"
-
-
-def load_example():
-    path = ROOT / "python" / "examples" / "engine_loop.py"
-    spec = importlib.util.spec_from_file_location("engine_loop", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +18,7 @@ def trace():
 
 @pytest.mark.parametrize("groups", ["", "full:256,recurrent:256"])
 def test_hits_match_the_cpp_replay(trace, groups):
-    example = load_example()
+    example = load_example("engine_loop")
     args = example.parse_args(["--groups", groups, "--key-function",
                                "xxh3_128_cbor", "--quiet"])
     totals, run = example.run(trace, args)
@@ -49,6 +40,6 @@ def test_hits_match_the_cli(trace, tmp_path):
     out = subprocess.run([str(path), "replay", str(small)], check=True,
                          capture_output=True, text=True).stdout
     cli_hits = int(out.split("hit tokens")[1].split()[0])
-    example = load_example()
+    example = load_example("engine_loop")
     totals, _ = example.run(trace, example.parse_args(["--quiet"]))
     assert totals["hit_tokens"] == cli_hits

@@ -2,7 +2,6 @@
 reference contract, gets the same hits, block tables and copies step by
 step from it as from hkv.KVCacheManager driven with its own calls; the
 reference's signatures; misuse."""
-import importlib.util
 import inspect
 import os
 import subprocess
@@ -13,15 +12,7 @@ import pytest
 
 import hkv
 import hkv.vllm as v
-from conftest import INSTALLED, ROOT
-
-
-def load_example():
-    path = ROOT / "python" / "examples" / "scheduler_loop.py"
-    spec = importlib.util.spec_from_file_location("scheduler_loop", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import INSTALLED, ROOT, load_example
 
 
 class NativeKV:
@@ -114,7 +105,7 @@ CONFIGS = [  # (group list, hash unit, blocks)
 
 @pytest.mark.parametrize("groups,unit,blocks", CONFIGS)
 def test_same_steps_as_the_native_manager(groups, unit, blocks):
-    example = load_example()
+    example = load_example("scheduler_loop")
     native = NativeKV(hkv.KVCacheManager(groups, blocks, hash_unit=unit,
                                          max_model_len=4096))
     shaped = v.KVCacheManager(config_of(groups, blocks), 4096, unit)
@@ -130,7 +121,7 @@ def test_same_steps_as_the_native_manager(groups, unit, blocks):
 
 
 def test_hybrid_run_preempts_copies_and_chunks():
-    example = load_example()
+    example = load_example("scheduler_loop")
     groups, unit, blocks = CONFIGS[0]
     steps = example.run(v.KVCacheManager(config_of(groups, blocks), 4096,
                                          unit), example.workload(), 128)
