@@ -66,10 +66,9 @@ INSTANTIATE_TEST_SUITE_P(Sizes, EventsTest, ::testing::Values(2u, 3u, 10u));
 TEST(EventsTest, V21_RunAfterNullSlotNamesItsLogicalParent) {
   internal::BlockPool pool(8, internal::Caching::kEnabled,
                            internal::Events::kEnabled);
-  internal::FullAttentionManager manager(
-      pool,
-      {.block_size = 1, .hash_unit = 1, .alignment = 1, .scheduler_block = 1},
-      0);
+  const internal::CacheFacts facts{
+      .hash_unit = 1, .alignment = 1, .scheduler_block = 1};
+  internal::FullAttentionManager manager(pool, facts, {.block_size = 1}, {});
   const KeyScheme scheme = *MakeKeyScheme({.hash_unit = 1});
   const Request r({.id = RequestId{0}}, std::vector<TokenId>{10, 11, 12, 13},
                   scheme);

@@ -46,7 +46,7 @@ bool HybridOracle::Window(const Probe& probe, std::size_t g, std::uint32_t p,
                           std::uint32_t window) const {
   const GroupId id{static_cast<std::uint32_t>(g)};
   const std::uint32_t b = geometry_.groups[g].block_size;
-  const bool fine = geometry_.groups[g].alignment < b;
+  const bool fine = geometry_.facts.alignment < b;
   const std::uint32_t tail = (p - 1) / b;
   const bool covered =
       fine ? CachedIn(probe, id, p, std::min((tail + 1) * b, probe.held))
@@ -79,7 +79,7 @@ bool HybridOracle::Resumable(const Probe& probe, std::size_t g, std::uint32_t p,
       return true;
     }
     case GroupKind::kRecurrent:
-      return (geometry_.groups[g].alignment < b || p % b == 0) &&
+      return (geometry_.facts.alignment < b || p % b == 0) &&
              Cached(probe, id, p);
     case GroupKind::kScratch:
       break;  // caches nothing: left out by Hit
@@ -98,7 +98,7 @@ std::uint32_t HybridOracle::Hit(const Request& request) const {
       .keys = request.keys(),
       .held = static_cast<std::uint32_t>(request.keys().size()) * unit};
   const std::uint32_t max_length = request.num_tokens() - 1;
-  const std::uint32_t a = geometry_.alignment;
+  const std::uint32_t a = geometry_.facts.alignment;
   const bool unitary = config_.groups.size() == 1;
   for (std::uint32_t p = max_length / a * a;; p -= a) {
     bool everywhere = true;
@@ -114,7 +114,7 @@ std::uint32_t HybridOracle::Hit(const Request& request) const {
         continue;
       }
       const std::uint32_t b = geometry_.groups[g].block_size;
-      const std::uint32_t r = geometry_.groups[g].alignment < b ? unit : b;
+      const std::uint32_t r = geometry_.facts.alignment < b ? unit : b;
       // The rewound position must be proven within what the lookup may see.
       const std::uint32_t bound = unitary ? max_length : probe.held;
       everywhere = p + r <= bound && Resumable(probe, g, p + r, r);

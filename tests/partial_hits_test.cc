@@ -19,14 +19,12 @@ class PartialHitsTest : public ::testing::Test {
              std::uint32_t num_blocks = 10) {
     pool_ = std::make_unique<internal::BlockPool>(num_blocks,
                                                   internal::Caching::kEnabled);
+    facts_ = {
+        .hash_unit = unit, .alignment = unit, .scheduler_block = block_size};
     manager_ = std::make_unique<internal::FullAttentionManager>(
-        *pool_,
-        internal::GroupGeometry{.block_size = block_size,
-                                .hash_unit = unit,
-                                .alignment = unit,
-                                .scheduler_block = block_size,
-                                .rewind = rewind},
-        0);
+        *pool_, facts_,
+        internal::GroupGeometry{.block_size = block_size, .rewind = rewind},
+        GroupSpec{});
     scheme_ = *MakeKeyScheme({.hash_unit = unit});
   }
 
@@ -49,6 +47,7 @@ class PartialHitsTest : public ::testing::Test {
                                      .members = kMembers});
   }
 
+  internal::CacheFacts facts_;
   std::unique_ptr<internal::BlockPool> pool_;
   std::unique_ptr<internal::FullAttentionManager> manager_;
   KeyScheme scheme_;

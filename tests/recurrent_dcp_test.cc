@@ -29,7 +29,7 @@ GroupSpec Scratch(std::uint32_t block) {
 
 TEST_F(RecurrentTest, V68_ScratchGroupKeepsPartialHitsOn) {
   Build({Full(2), State(4), Scratch(2)}, 2, 30);
-  EXPECT_EQ(cache_->geometry(GroupId{0}).alignment, 2u);
+  EXPECT_EQ(cache_->facts().alignment, 2u);
   ASSERT_TRUE(Schedule(Make(0, {0, 0, 1, 1, 2, 2, 3}), 0, 6));
   NextStep();
   const Request r1 = Make(1, {0, 0, 1, 1, 2, 2, 3, 3});
@@ -41,8 +41,8 @@ TEST_F(RecurrentTest, V68_ScratchGroupKeepsPartialHitsOn) {
 
 TEST_F(RecurrentTest, V69_ScratchBlockBelowTheHashUnit) {
   Build({Full(1152), State(1152), Scratch(64)}, 128, 40);
-  EXPECT_EQ(cache_->geometry(GroupId{0}).scheduler_block, 1152u);
-  EXPECT_EQ(cache_->geometry(GroupId{0}).alignment, 128u);
+  EXPECT_EQ(cache_->facts().scheduler_block, 1152u);
+  EXPECT_EQ(cache_->facts().alignment, 128u);
   ASSERT_TRUE(Schedule(Make(0, Range(0, 1537)), 0, 1536));
   NextStep();
   const CacheHit hit =

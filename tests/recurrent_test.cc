@@ -47,10 +47,10 @@ TEST_F(RecurrentTest, V35_NoStateAtTheSharedPrefix) {
 
 TEST(RecurrentManagerTest, V48_RetirementFreesOldStatesOnce) {
   internal::BlockPool pool(8, internal::Caching::kEnabled);
-  internal::RecurrentStateManager manager(
-      pool,
-      {.block_size = 4, .hash_unit = 4, .alignment = 4, .scheduler_block = 4},
-      {.kind = GroupKind::kRecurrent});
+  const internal::CacheFacts facts{
+      .hash_unit = 4, .alignment = 4, .scheduler_block = 4};
+  internal::RecurrentStateManager manager(pool, facts, {.block_size = 4},
+                                          {.kind = GroupKind::kRecurrent});
   const BlockId old = pool.AllocateOne();
   const BlockId committed = pool.AllocateOne();
   const BlockId in_flight = pool.AllocateOne();
@@ -76,9 +76,10 @@ class RetirementTest : public ::testing::TestWithParam<RetirementCase> {};
 TEST_P(RetirementTest, V49_PeakBlocksHeld) {
   const auto [b, lag] = GetParam();
   internal::BlockPool pool(64, internal::Caching::kEnabled);
+  const internal::CacheFacts facts{
+      .hash_unit = b, .alignment = b, .scheduler_block = b};
   internal::RecurrentStateManager manager(
-      pool,
-      {.block_size = b, .hash_unit = b, .alignment = b, .scheduler_block = b},
+      pool, facts, {.block_size = b},
       {.kind = GroupKind::kRecurrent, .speculative_blocks = 5});
   internal::GroupTable table;
   const std::uint32_t chunk = 8192 / b * b;
@@ -295,9 +296,7 @@ TEST_F(RecurrentTest, V67_DraftWindowWithStatesAndAttention) {
           .speculation = Speculation::kEagle,
           .sliding_window = 4}},
         2, 60);
-  for (std::uint32_t g = 0; g < 3; ++g) {
-    EXPECT_EQ(cache_->geometry(GroupId{g}).alignment, 2u);
-  }
+  EXPECT_EQ(cache_->facts().alignment, 2u);
   Request owner = Make(0, Range(0, 12));
   ASSERT_TRUE(Schedule(owner, 0, 8));
   NextStep();

@@ -237,10 +237,9 @@ TEST(HybridGeometryTest, V70_AttentionOnlyHybridKeepsBlockAlignedHits) {
                                              .sliding_window = 8}},
                                  .num_blocks = 10,
                                  .keys = {.hash_unit = 2}});
-  EXPECT_FALSE(geometry.partial_hits);
-  EXPECT_EQ(geometry.scheduler_block, 8u);
-  for (const internal::GroupGeometry& g : geometry.groups)
-    EXPECT_EQ(g.alignment, 8u);
+  EXPECT_FALSE(geometry.facts.partial_hits);
+  EXPECT_EQ(geometry.facts.scheduler_block, 8u);
+  EXPECT_EQ(geometry.facts.alignment, 8u);
 }
 
 }  // namespace

@@ -60,8 +60,8 @@ TEST(SpecPitfallsTest, Item07_ResendKeepsTheSchedulerAlignedFallback) {
       .keys = {.hash_unit = 2},
       .retention_interval = 0};
   const internal::CacheGeometry geometry = internal::ResolveGeometry(config);
-  ASSERT_EQ(geometry.alignment, 2u);
-  ASSERT_EQ(geometry.scheduler_block, 8u);
+  ASSERT_EQ(geometry.facts.alignment, 2u);
+  ASSERT_EQ(geometry.facts.scheduler_block, 8u);
   const KeyScheme scheme = *MakeKeyScheme(config.keys);
   const Request r({.id = RequestId{1}}, Range(0, 27), scheme);
   EXPECT_THAT(internal::ResendBoundaries(geometry, r),

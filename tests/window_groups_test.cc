@@ -21,12 +21,19 @@ using ::testing::ElementsAreArray;
 
 constexpr GroupId kMembers[] = {GroupId{0}};
 
-GroupGeometry Geometry(std::uint32_t block, std::uint32_t unit,
-                       std::uint32_t alignment) {
-  return {.block_size = block,
-          .hash_unit = unit,
-          .alignment = alignment,
-          .scheduler_block = block};
+// A group of `block`-token blocks alone in a cache: the cache's facts and
+// the group's.
+struct Layout {
+  internal::CacheFacts cache;
+  GroupGeometry group;
+};
+
+Layout Geometry(std::uint32_t block, std::uint32_t unit,
+                std::uint32_t alignment) {
+  return {.cache = {.hash_unit = unit,
+                    .alignment = alignment,
+                    .scheduler_block = block},
+          .group = {.block_size = block}};
 }
 
 // A request of 2-token blocks (plus `extra` tokens) whose blocks marked 'T'
@@ -57,7 +64,10 @@ TEST(WindowGroupsTest, V37_WindowHitIsTheLastFullWindow) {
       {"TTFTFFTTFFF", 8}, {"TTFTFFTTFFFT", 8}};
   for (const auto& [pattern, expected] : cases) {
     BlockPool pool(64, internal::Caching::kEnabled);
-    internal::SlidingWindowManager window(pool, Geometry(2, 2, 2), 4);
+    const Layout window_layout = Geometry(2, 2, 2);
+    internal::SlidingWindowManager window(
+        pool, window_layout.cache, window_layout.group,
+        {.kind = GroupKind::kSlidingWindow, .sliding_window = 4});
     const Request r = CachePattern(pool, pattern, 0);
     const GroupHit hit =
         Find(window, r, 2 * static_cast<std::uint32_t>(pattern.size()));
@@ -86,7 +96,10 @@ TEST(WindowGroupsTest, V38_ChunkedLocalHitStartsAtTheCurrentChunk) {
       {"FFFFFFFFFF", 1, 10}};
   for (const Case& c : cases) {
     BlockPool pool(64, internal::Caching::kEnabled);
-    internal::ChunkedLocalManager chunked(pool, Geometry(2, 2, 2), 4);
+    const Layout chunked_layout = Geometry(2, 2, 2);
+    internal::ChunkedLocalManager chunked(
+        pool, chunked_layout.cache, chunked_layout.group,
+        {.kind = GroupKind::kChunkedLocal, .chunk_size = 4});
     const Request r = CachePattern(pool, c.pattern, c.tail);
     const auto max_length =
         2 * static_cast<std::uint32_t>(c.pattern.size()) + c.tail;
@@ -97,7 +110,10 @@ TEST(WindowGroupsTest, V38_ChunkedLocalHitStartsAtTheCurrentChunk) {
 
 TEST(WindowGroupsTest, V39_FineWindowHitEndsOnAUnitBoundary) {
   BlockPool pool(16, internal::Caching::kEnabled);
-  internal::SlidingWindowManager window(pool, Geometry(4, 2, 2), 8);
+  const Layout window_layout = Geometry(4, 2, 2);
+  internal::SlidingWindowManager window(
+      pool, window_layout.cache, window_layout.group,
+      {.kind = GroupKind::kSlidingWindow, .sliding_window = 8});
   const KeyScheme scheme = *MakeKeyScheme({.hash_unit = 2});
   const Request r({.id = RequestId{1}}, testing::Range(0, 8), scheme);
   const BlockId b10 = pool.AllocateOne();
@@ -133,7 +149,10 @@ std::size_t NumNull(const GroupTable& table) {
 
 TEST(WindowGroupsTest, V40_WindowReleasesBlocksThatLeftIt) {
   BlockPool pool(16, internal::Caching::kEnabled);
-  internal::SlidingWindowManager window(pool, Geometry(2, 2, 2), 4);
+  const Layout window_layout = Geometry(2, 2, 2);
+  internal::SlidingWindowManager window(
+      pool, window_layout.cache, window_layout.group,
+      {.kind = GroupKind::kSlidingWindow, .sliding_window = 4});
   GroupTable table = FreshTable(pool, 11);
   const std::vector<BlockId> original = table.blocks;
   const std::vector<std::pair<std::uint32_t, std::size_t>> steps = {
@@ -153,7 +172,10 @@ TEST(WindowGroupsTest, V40_WindowReleasesBlocksThatLeftIt) {
 
 TEST(WindowGroupsTest, V41_ChunkedLocalReleasesEarlierChunks) {
   BlockPool pool(16, internal::Caching::kEnabled);
-  internal::ChunkedLocalManager chunked(pool, Geometry(2, 2, 2), 4);
+  const Layout chunked_layout = Geometry(2, 2, 2);
+  internal::ChunkedLocalManager chunked(
+      pool, chunked_layout.cache, chunked_layout.group,
+      {.kind = GroupKind::kChunkedLocal, .chunk_size = 4});
   GroupTable table = FreshTable(pool, 8);
   const std::vector<std::pair<std::uint32_t, std::size_t>> steps = {
       {0, 0}, {4, 2}, {6, 2}, {12, 6}};
@@ -167,7 +189,10 @@ TEST(WindowGroupsTest, V41_ChunkedLocalReleasesEarlierChunks) {
 // last 8 outputs; b = 4.
 TEST(WindowGroupsTest, V42_OutputWindowReleasesTheGapAfterThePrompt) {
   BlockPool pool(16, internal::Caching::kEnabled);
-  internal::FullAttentionManager attention(pool, Geometry(4, 4, 4), 8);
+  const Layout attention_layout = Geometry(4, 4, 4);
+  internal::FullAttentionManager attention(
+      pool, attention_layout.cache, attention_layout.group,
+      {.kind = GroupKind::kFullAttention, .output_window = 8});
   GroupTable table = FreshTable(pool, 10);
   table.num_prompt_tokens = 16;
   attention.RemoveSkippedBlocks(table, 24);  // outputs 16-23 are read
@@ -180,7 +205,10 @@ TEST(WindowGroupsTest, V42_OutputWindowReleasesTheGapAfterThePrompt) {
   EXPECT_EQ(table.blocks[5], kNullBlock);
   EXPECT_EQ(table.blocks[6], kNullBlock);
   // Plain full attention releases nothing.
-  internal::FullAttentionManager plain(pool, Geometry(4, 4, 4), 0);
+  const Layout plain_layout = Geometry(4, 4, 4);
+  internal::FullAttentionManager plain(
+      pool, plain_layout.cache, plain_layout.group,
+      {.kind = GroupKind::kFullAttention, .output_window = 0});
   GroupTable whole = FreshTable(pool, 4);
   whole.num_prompt_tokens = 4;
   plain.RemoveSkippedBlocks(whole, 16);
@@ -219,7 +247,10 @@ TEST(WindowGroupsTest, OutputWindowBlocksStayCachedAfterRelease) {
 
 TEST(WindowGroupsTest, V43_PredictorCountsEvictableHitBlocks) {
   BlockPool pool(64, internal::Caching::kEnabled);
-  internal::SlidingWindowManager window(pool, Geometry(2, 2, 2), 4);
+  const Layout window_layout = Geometry(2, 2, 2);
+  internal::SlidingWindowManager window(
+      pool, window_layout.cache, window_layout.group,
+      {.kind = GroupKind::kSlidingWindow, .sliding_window = 4});
   std::vector<BlockId> real;
   pool.Allocate(10, real);
   pool.Free(real);  // cached nowhere, but free (ref 0): evictable
@@ -232,7 +263,10 @@ TEST(WindowGroupsTest, V43_PredictorCountsEvictableHitBlocks) {
 
 TEST(WindowGroupsTest, V44_AllocatorTakesWhatThePredictorCounted) {
   BlockPool pool(8, internal::Caching::kEnabled);
-  internal::SlidingWindowManager window(pool, Geometry(2, 2, 2), 4);
+  const Layout window_layout = Geometry(2, 2, 2);
+  internal::SlidingWindowManager window(
+      pool, window_layout.cache, window_layout.group,
+      {.kind = GroupKind::kSlidingWindow, .sliding_window = 4});
   const BlockId hit_block = pool.AllocateOne();
   pool.Free(std::vector<BlockId>{hit_block});
   const std::vector<BlockId> hit = {hit_block};

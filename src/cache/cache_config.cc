@@ -1,10 +1,13 @@
+#include "hkv/cache_config.h"
+
 #include <algorithm>
 #include <numeric>
 #include <optional>
 #include <string>
 
 #include "check.h"
-#include "hkv/cache_manager.h"
+#include "groups/kind_traits.h"
+#include "groups/recurrent_state.h"
 #include "hkv/limits.h"
 
 namespace hkv {
@@ -57,12 +60,12 @@ Result<void> ValidateCounts(const GroupSpec& group, const std::string& name,
 
 Result<void> ValidateKindOptions(const GroupSpec& group,
                                  const std::string& name) {
-  if (group.output_window > 0 && group.kind != GroupKind::kFullAttention) {
+  if (group.output_window > 0 &&
+      !internal::TraitsOf(group.kind).output_window) {
     return Invalid(name + "output_window applies to full-attention groups");
   }
   if (group.checkpoint_blocks == 0) return {};
-  if (group.kind != GroupKind::kRecurrent ||
-      group.recurrent_mode != RecurrentMode::kAlign) {
+  if (!internal::IsAlignedRecurrent(group)) {
     return Invalid(name +
                    "checkpoint_blocks needs a recurrent group in align mode");
   }
@@ -76,7 +79,6 @@ Result<void> ValidateKindOptions(const GroupSpec& group,
 Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
                            const CacheConfig& config) {
   const std::string name = "group " + Num(index) + ": ";
-  const bool sharded = TokensPerBlock(group, config.dcp) != group.block_size;
   const std::uint64_t block = TokensPerBlock(group, config.dcp);
   const std::uint32_t unit = config.keys.hash_unit;
   if (Result<void> ok = ValidateCounts(group, name, config.dcp); !ok) return ok;
@@ -85,41 +87,6 @@ Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
       (IsPrefixCacheable(group) && block % unit != 0)) {
     return Invalid(name + "block size " + Num(block) +
                    " is not a positive multiple of the hash unit " + Num(unit));
-  }
-  switch (group.kind) {
-    case GroupKind::kFullAttention:
-      break;
-    case GroupKind::kSlidingWindow:
-      if (group.sliding_window == 0)
-        return Invalid(name + "sliding window must be >= 1");
-      if (sharded) {
-        return Invalid(name +
-                       "a sliding-window group cannot be DCP-sharded (dcp " +
-                       Num(config.dcp) + "); make it replicated");
-      }
-      break;
-    case GroupKind::kChunkedLocal:
-      if (group.chunk_size == 0)
-        return Invalid(name + "chunk size must be >= 1");
-      if (group.speculation == Speculation::kEagle) {
-        return Invalid(name +
-                       "a chunked-local group cannot feed a draft model");
-      }
-      if (sharded)
-        return Invalid(name + "a chunked-local group cannot be DCP-sharded");
-      if (block != unit) {
-        return Invalid(name +
-                       "a chunked-local group needs hash unit == block size (" +
-                       Num(block) + "), got " + Num(unit));
-      }
-      break;
-    case GroupKind::kRecurrent:
-      break;
-    case GroupKind::kScratch:
-      if (group.scratch_blocks == 0) {
-        return Invalid(name + "a scratch group needs scratch_blocks >= 1");
-      }
-      break;
   }
   return ValidateKindOptions(group, name);
 }
@@ -135,8 +102,7 @@ Result<void> ValidateRetention(const CacheConfig& config,
   }
   const bool sparse_kind = std::any_of(
       config.groups.begin(), config.groups.end(), [](const GroupSpec& g) {
-        return g.kind == GroupKind::kSlidingWindow ||
-               g.kind == GroupKind::kRecurrent;
+        return internal::TraitsOf(g.kind).sparse_retention;
       });
   if (!sparse_kind) {
     return Invalid(
@@ -191,81 +157,21 @@ Result<void> ValidateAlignment(const CacheConfig& config) {
   for (std::size_t i = 0; i < config.groups.size(); ++i) {
     const GroupSpec& g = config.groups[i];
     const std::string name = "group " + Num(i) + ": ";
-    // Chunked-local hits are whole blocks, so all hits align to them.
-    if (g.kind == GroupKind::kChunkedLocal && g.block_size != scheduler_block) {
-      return Invalid(name +
-                     "a chunked-local group's block must be the "
-                     "scheduler block (the lcm of all blocks, " +
-                     Num(scheduler_block) + "), got " + Num(g.block_size));
-    }
-    // States at every block boundary leave no room for hits between them.
-    if (g.kind == GroupKind::kRecurrent &&
-        g.recurrent_mode == RecurrentMode::kAll &&
-        config.keys.hash_unit != scheduler_block) {
-      return Invalid(name +
-                     "a recurrent group in all mode needs hash unit == "
-                     "scheduler block (" +
-                     Num(scheduler_block) + "), got " +
-                     Num(config.keys.hash_unit));
+    const std::uint64_t block = TokensPerBlock(g, config.dcp);
+    if (Result<void> ok = internal::TraitsOf(g.kind).check(
+            g, {.block = block,
+                .hash_unit = config.keys.hash_unit,
+                .scheduler_block = scheduler_block,
+                .dcp = config.dcp,
+                .sharded = block != g.block_size});
+        !ok) {
+      return Invalid(name + ok.error().message);
     }
   }
   return {};
 }
 
 }  // namespace
-
-bool IsPrefixCacheable(const GroupSpec& group) {
-  if (group.kind == GroupKind::kScratch) return false;
-  return !(group.kind == GroupKind::kRecurrent &&
-           group.recurrent_mode == RecurrentMode::kNone);
-}
-
-std::uint64_t TokensPerBlock(const GroupSpec& group, std::uint32_t dcp) {
-  const bool sharded = group.dcp_layout == DcpLayout::kSharded &&
-                       group.kind != GroupKind::kRecurrent;
-  return std::uint64_t{group.block_size} * (sharded ? dcp : 1);
-}
-
-std::uint64_t MaxBlocksPerRequest(const GroupSpec& group,
-                                  const RequestBounds& bounds) {
-  const std::uint64_t b = TokensPerBlock(group, bounds.dcp);
-  HKV_REQUIRE(b > 0,
-              "MaxBlocksPerRequest: a group's block must hold at "
-              "least one token");
-  const std::uint64_t length = bounds.max_model_len;
-  const std::uint64_t in_flight = bounds.max_in_flight_tokens;
-  // ceil(min(tokens, length) / b), and sums that cannot wrap: `tokens` is
-  // capped at the length, which the in-flight tokens never pass.
-  const auto blocks = [b, length](std::uint64_t tokens) {
-    tokens = std::min(tokens, length);
-    return tokens / b + (tokens % b != 0 ? 1 : 0);
-  };
-  const std::uint64_t flight = std::min(in_flight, length);
-  switch (group.kind) {
-    case GroupKind::kSlidingWindow:
-      return blocks(std::uint64_t{group.sliding_window} -
-                    (group.sliding_window > 0 ? 1 : 0) + flight) +
-             1;
-    case GroupKind::kChunkedLocal:
-      return blocks(std::uint64_t{group.chunk_size} + flight);
-    case GroupKind::kRecurrent:
-      switch (group.recurrent_mode) {
-        case RecurrentMode::kAlign:
-          return 2 + std::uint64_t{group.speculative_blocks} +
-                 group.checkpoint_blocks;
-        case RecurrentMode::kAll:  // a state per block of the chunk
-          return blocks(flight) + 1 + group.speculative_blocks;
-        case RecurrentMode::kNone:
-          return 1 + std::uint64_t{group.speculative_blocks};
-      }
-      break;
-    case GroupKind::kScratch:
-      return group.scratch_blocks;
-    case GroupKind::kFullAttention:
-      break;
-  }
-  return blocks(length);
-}
 
 Result<void> CacheConfig::Validate() const {
   if (groups.empty()) return Invalid("a cache needs at least one group");

@@ -7,11 +7,7 @@
 #include "cache/hit_shape.h"
 #include "cache/prefix_stats.h"
 #include "check.h"
-#include "groups/chunked_local.h"
-#include "groups/full_attention.h"
-#include "groups/recurrent_state.h"
-#include "groups/scratch.h"
-#include "groups/sliding_window.h"
+#include "groups/kind_traits.h"
 #include "groups/stored_event.h"
 
 namespace hkv::internal {
@@ -29,28 +25,6 @@ KeyScheme SchemeOf(const CacheConfig& config) {
   return *MakeKeyScheme(config.keys);
 }
 
-std::unique_ptr<GroupManager> MakeManager(const GroupSpec& spec,
-                                          BlockPool& pool,
-                                          const GroupGeometry& geometry) {
-  switch (spec.kind) {
-    case GroupKind::kSlidingWindow:
-      return std::make_unique<SlidingWindowManager>(pool, geometry,
-                                                    spec.sliding_window);
-    case GroupKind::kChunkedLocal:
-      return std::make_unique<ChunkedLocalManager>(pool, geometry,
-                                                   spec.chunk_size);
-    case GroupKind::kRecurrent:
-      return std::make_unique<RecurrentStateManager>(pool, geometry, spec);
-    case GroupKind::kScratch:
-      return std::make_unique<ScratchManager>(pool, geometry,
-                                              spec.scratch_blocks);
-    case GroupKind::kFullAttention:
-      break;
-  }
-  return std::make_unique<FullAttentionManager>(pool, geometry,
-                                                spec.output_window);
-}
-
 }  // namespace
 
 CacheCore::CacheCore(const CacheConfig& config)
@@ -65,8 +39,9 @@ CacheCore::CacheCore(const CacheConfig& config)
                                                    : Events::kDisabled,
             config.free_order) {
   for (std::size_t i = 0; i < config.groups.size(); ++i) {
-    groups_.push_back(
-        MakeManager(config.groups[i], pool_, geometry_.groups[i]));
+    groups_.push_back(TraitsOf(config.groups[i].kind)
+                          .make(pool_, geometry_.facts, geometry_.groups[i],
+                                config.groups[i]));
   }
 }
 
@@ -75,48 +50,35 @@ std::uint32_t CacheCore::MaxHitLength(const Request& request) const {
   return n > 0 ? n - 1 : 0;
 }
 
-MissCause CacheCore::MissCauseOf(const CommonHit& common,
-                                 std::span<const BlockHash> keys) const {
-  if (common.limited_by_rewind) return MissCause::kSpeculativeRewind;
-  const GroupId group = *common.limiter;
-  // Had the group the data at the chain's end once?
-  const std::uint32_t unit = scheme_.hash_unit;
-  const std::uint32_t chain = common.chain_tokens / unit;
-  if (chain > 0 &&
-      pool_.WasEvicted({.hash = keys[chain - 1], .group = group})) {
-    return MissCause::kEvicted;
-  }
-  return config_.groups[ToIndex(group)].kind == GroupKind::kRecurrent
-             ? MissCause::kNoCheckpoint
-             : MissCause::kWindowNotCovered;
+bool CacheCore::LimiterEvicted(const CacheHit& hit,
+                               std::span<const BlockHash> keys) const {
+  const std::uint32_t chain = hit.chain_tokens / scheme_.hash_unit;
+  return chain > 0 && pool_.WasEvicted({.hash = keys[chain - 1],
+                                        .group = hit.limiting_group});
 }
 
 CacheHit CacheCore::Lookup(const Request& request) const {
   HKV_REQUIRE(request.key_scheme() == scheme_,
               "request keyed with a different key scheme than the cache");
-  CacheHit hit;
-  hit.blocks.resize(groups_.size());
-  hit.origin = {.cache = id_, .request = request.id()};
   if (!pool_.caching_enabled() || request.cache_read() == CacheRead::kSkipped) {
-    return hit;
+    CacheHit none{.origin = {.cache = id_, .request = request.id()}};
+    none.blocks.resize(groups_.size());
+    return none;
   }
-  CommonHit common =
+  CacheHit hit =
       coordinator_.FindLongestHit(request.keys(), MaxHitLength(request));
-  hit.num_tokens = common.num_tokens;
-  hit.origin.num_tokens = common.num_tokens;
-  if (const std::uint32_t units = common.num_tokens / scheme_.hash_unit;
+  hit.key_generation = pool_.key_generation();
+  hit.origin = {
+      .cache = id_, .request = request.id(), .num_tokens = hit.num_tokens};
+  if (const std::uint32_t units = hit.num_tokens / scheme_.hash_unit;
       units > 0) {
     hit.origin.key = request.keys()[units - 1];
   }
-  hit.blocks = std::move(common.blocks);
-  hit.key_generation = pool_.key_generation();
-  if (common.longest > common.num_tokens) {
-    hit.shared_prefix_boundary = common.longest;
-  }
-  hit.chain_tokens = common.chain_tokens;
-  if (common.limiter) {
-    hit.limiting_group = *common.limiter;
-    hit.miss_cause = MissCauseOf(common, request.keys());
+  // A window or checkpoint the limiting group had once, evicted since.
+  if (hit.miss_cause != MissCause::kNone &&
+      hit.miss_cause != MissCause::kSpeculativeRewind &&
+      LimiterEvicted(hit, request.keys())) {
+    hit.miss_cause = MissCause::kEvicted;
   }
   return hit;
 }
@@ -131,9 +93,11 @@ std::uint32_t CacheCore::SplitPrefill(const Request& request,
                                       const PrefillChunk& chunk) const {
   CheckSplit(request, chunk);
   return internal::SplitPrefill(
-      split_rules_, {.num_prompt_tokens = request.num_prompt_tokens(),
-                     .num_tokens = request.num_tokens(),
-                     .chunk = chunk});
+      {.rules = split_rules_,
+       .facts = geometry_.facts,
+       .num_prompt_tokens = request.num_prompt_tokens(),
+       .num_tokens = request.num_tokens(),
+       .chunk = chunk});
 }
 
 std::uint64_t CacheCore::BlocksNeeded(const RequestState* state,
@@ -283,7 +247,7 @@ void CacheCore::Commit(const Request& request,
   // Only partial tails and sparse retention read the replay positions; a
   // decode step of a plain model skips computing them.
   const bool needs_replay =
-      geometry_.partial_hits || config_.retention_interval.has_value();
+      geometry_.facts.partial_hits || config_.retention_interval.has_value();
   const std::vector<std::uint32_t> replay =
       needs_replay
           ? ReplayBoundaries(geometry_, request, state.shared_prefix_boundary)

@@ -34,6 +34,7 @@ class CacheCore {
   const GroupGeometry& geometry(GroupId group) const {
     return groups_[ToIndex(group)]->geometry();
   }
+  const CacheFacts& facts() const { return geometry_.facts; }
 
   CacheHit Lookup(const Request& request) const;
   std::optional<NewBlocks> Allocate(const Request& request,
@@ -92,8 +93,9 @@ class CacheCore {
   // Starts tracking a request (and counts its admission).
   absl::flat_hash_map<RequestId, RequestState>::iterator Admit(
       const Request& request, const CacheHit* hit);
-  MissCause MissCauseOf(const CommonHit& common,
-                        std::span<const BlockHash> keys) const;
+  // Whether the limiting group had the hit's chain end cached once.
+  bool LimiterEvicted(const CacheHit& hit,
+                      std::span<const BlockHash> keys) const;
   // A new request's tables: its hit (nullable) in every group, with null
   // slots for what window groups no longer read.
   void AdoptHit(RequestState& state, const CacheHit* hit,

@@ -4,6 +4,8 @@
 #include <numeric>
 
 #include "check.h"
+#include "groups/kind_traits.h"
+#include "groups/recurrent_state.h"
 #include "hkv/limits.h"
 
 namespace hkv::internal {
@@ -21,12 +23,7 @@ bool SameSpec(const GroupSpec& a, const GroupSpec& b, std::uint32_t dcp) {
          a.speculative_blocks == b.speculative_blocks;
 }
 
-bool FineCapable(GroupKind kind) { return kind != GroupKind::kChunkedLocal; }
-
-bool IsAlignedRecurrent(const GroupSpec& spec) {
-  return spec.kind == GroupKind::kRecurrent &&
-         spec.recurrent_mode == RecurrentMode::kAlign;
-}
+bool FineCapable(GroupKind kind) { return TraitsOf(kind).fine_capable; }
 
 // Whether hits may end inside blocks. A single group: whenever its hash unit
 // is finer than its block and its kind allows it. Several groups (spec §4.5
@@ -80,7 +77,7 @@ std::vector<SpecGroup> SpecGroupsOf(const CacheConfig& config) {
     }
   }
   std::stable_partition(groups.begin(), groups.end(), [](const SpecGroup& g) {
-    return g.kind == GroupKind::kFullAttention;
+    return TraitsOf(g.kind).reads_whole_prefix;
   });
   return groups;
 }
@@ -89,6 +86,7 @@ std::vector<SpecGroup> SpecGroupsOf(const CacheConfig& config) {
 
 CacheGeometry ResolveGeometry(const CacheConfig& config) {
   CacheGeometry geometry;
+  CacheFacts& facts = geometry.facts;
   const std::uint32_t unit = config.keys.hash_unit;
   // In 64 bits, and checked: Validate bounds the lcm (blocks of 65536 and
   // 65537 tokens have one past 2^32).
@@ -100,23 +98,18 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
                 "limit of tokens per request (CacheConfig::Validate refuses)");
   }
   const auto lcm = static_cast<std::uint32_t>(lcm64);
-  geometry.scheduler_block = lcm;
-  geometry.partial_hits = PartialHits(config);
-  geometry.alignment = geometry.partial_hits ? unit : lcm;
+  facts.hash_unit = unit;
+  facts.scheduler_block = lcm;
+  facts.partial_hits = PartialHits(config);
+  facts.alignment = facts.partial_hits ? unit : lcm;
+  facts.retention_interval = config.retention_interval;
   geometry.spec_groups = SpecGroupsOf(config);
 
-  // Attention kinds but chunked local apply a rewind; recurrent ones never
-  // do (their drafts have no recurrent layers), but keep their prompt
-  // checkpoint one unit lower when a draft model exists.
-  DraftRewind lookup_rewind = DraftRewind::kNone;
-  DraftRewind draft_model = DraftRewind::kNone;
+  // Recurrent groups keep their prompt checkpoint one unit lower when a
+  // draft model exists.
   for (const SpecGroup& g : geometry.spec_groups) {
-    if (g.rewind != DraftRewind::kEagle) continue;
-    draft_model = DraftRewind::kEagle;
-    if (g.kind == GroupKind::kFullAttention ||
-        g.kind == GroupKind::kSlidingWindow) {
-      lookup_rewind = DraftRewind::kEagle;
-    }
+    if (g.rewind == DraftRewind::kEagle)
+      facts.draft_model = DraftRewind::kEagle;
   }
   for (std::size_t i = 0; i < config.groups.size(); ++i) {
     const GroupSpec& spec = config.groups[i];
@@ -131,13 +124,7 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
     geometry.groups.push_back(
         {.id = id,
          .block_size = ScaledBlock(spec, config.dcp),
-         .hash_unit = unit,
-         .alignment = geometry.alignment,
-         .scheduler_block = geometry.scheduler_block,
          .rewind = rewind,
-         .lookup_rewind = lookup_rewind,
-         .draft_model = draft_model,
-         .retention_interval = config.retention_interval,
          .admission_cap = MaxBlocksPerRequest(
              spec,
              {.max_model_len = config.max_model_len,

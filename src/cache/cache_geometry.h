@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "groups/group_manager.h"
-#include "hkv/cache_manager.h"
+#include "hkv/cache_config.h"
 
 namespace hkv::internal {
 
@@ -24,11 +24,9 @@ struct SpecGroup {
 };
 
 struct CacheGeometry {
-  std::vector<GroupGeometry> groups;
+  CacheFacts facts;                    // the groups' managers read this one
+  std::vector<GroupGeometry> groups;   // by group id
   std::vector<SpecGroup> spec_groups;  // full attention first
-  std::uint32_t scheduler_block = 0;   // S
-  std::uint32_t alignment = 0;         // A
-  bool partial_hits = false;           // A is the hash unit, below some block
 };
 
 // REQUIRES: config.Validate() succeeds.

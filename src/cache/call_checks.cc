@@ -7,6 +7,7 @@
 #include "cache/cache_core.h"
 #include "cache/hit_shape.h"
 #include "check.h"
+#include "groups/kind_traits.h"
 #include "text.h"
 
 namespace hkv::internal {
@@ -51,7 +52,7 @@ void CacheCore::CheckAllocation(const Request& request,
   HKV_REQUIRE(state == nullptr,
               "a hit can only be adopted by a request that holds no blocks");
   HKV_REQUIRE(args.num_external_computed_tokens == 0 ||
-                  hit_tokens % geometry_.scheduler_block == 0,
+                  hit_tokens % geometry_.facts.scheduler_block == 0,
               "external tokens after a hit ending inside a block: cut the hit "
               "to a block boundary first (TruncateHit)");
   CheckHit(request, *hit);
@@ -110,7 +111,7 @@ std::uint32_t CacheCore::CheckCommit(const Request& request,
           " the request committed (or adopted) before"));
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     // Scratch pages are rewritten in place and cover no positions.
-    if (config_.groups[g].kind == GroupKind::kScratch) continue;
+    if (!TraitsOf(config_.groups[g].kind).covers_positions) continue;
     const std::uint64_t b = groups_[g]->geometry().block_size;
     HKV_REQUIRE(state.tables[g].blocks.size() * b >= n,
                 Cat("commit of ", n,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "groups/kind_traits.h"
 #include "groups/retention.h"
 
 namespace hkv::internal {
@@ -10,11 +11,11 @@ std::vector<std::uint32_t> ResendBoundaries(const CacheGeometry& geometry,
                                             const Request& request) {
   const std::uint32_t prompt = request.num_prompt_tokens();
   const std::uint32_t resend = prompt > 0 ? prompt - 1 : 0;
-  const bool rewind = geometry.groups[0].draft_model == DraftRewind::kEagle;
-  const std::uint32_t s = geometry.scheduler_block;
+  const bool rewind = geometry.facts.draft_model == DraftRewind::kEagle;
+  const std::uint32_t s = geometry.facts.scheduler_block;
   std::vector<std::uint32_t> out;
-  if (geometry.partial_hits) {
-    for (std::uint32_t a : {geometry.alignment, s}) {
+  if (geometry.facts.partial_hits) {
+    for (std::uint32_t a : {geometry.facts.alignment, s}) {
       for (std::uint32_t p : ReachablePositions(resend, a, rewind)) {
         if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
       }
@@ -40,8 +41,9 @@ std::vector<std::uint32_t> ReplayBoundaries(const CacheGeometry& geometry,
   if (junction == 0) return out;
   // The junction where a sibling's prefix ends, at both alignments (spec
   // §3.5): the state a chunk stopping there leaves serves the siblings.
-  const bool rewind = geometry.groups[0].draft_model == DraftRewind::kEagle;
-  for (std::uint32_t a : {geometry.alignment, geometry.scheduler_block}) {
+  const bool rewind = geometry.facts.draft_model == DraftRewind::kEagle;
+  for (std::uint32_t a :
+       {geometry.facts.alignment, geometry.facts.scheduler_block}) {
     for (std::uint32_t p : ReachablePositions(junction, a, rewind)) {
       if (p > 0 && std::find(out.begin(), out.end(), p) == out.end()) {
         out.push_back(p);
@@ -54,13 +56,13 @@ std::vector<std::uint32_t> ReplayBoundaries(const CacheGeometry& geometry,
 std::uint32_t CacheableTokens(const CacheGeometry& geometry,
                               std::uint32_t num_tokens, GroupKind kind,
                               const GroupGeometry& group) {
-  if (geometry.groups.size() == 1 || kind == GroupKind::kRecurrent) {
+  if (geometry.groups.size() == 1 || TraitsOf(kind).keeps_states) {
     return num_tokens;
   }
   const auto aligned = [&geometry](std::uint32_t n) {
-    return geometry.partial_hits
-               ? n
-               : n / geometry.scheduler_block * geometry.scheduler_block;
+    return geometry.facts.partial_hits ? n
+                                       : n / geometry.facts.scheduler_block *
+                                             geometry.facts.scheduler_block;
   };
   const std::uint32_t cacheable = aligned(num_tokens);
   // A rewinding group's lookups prove one block past the aligned point.

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "cache/cache_geometry.h"
-#include "hkv/cache_manager.h"
 #include "hkv/request.h"
 
 namespace hkv::internal {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "groups/kind_traits.h"
+
 namespace hkv::internal {
 
 Coordinator::Coordinator(
@@ -10,50 +12,59 @@ Coordinator::Coordinator(
     : managers_(managers), geometry_(geometry) {}
 
 void Coordinator::Collect(const SpecGroup& group, GroupHit& hit,
-                          CommonHit& out) const {
+                          CacheHit& out) const {
   for (std::size_t m = 0; m < group.members.size(); ++m) {
     out.blocks[ToIndex(group.members[m])] = std::move(hit.blocks[m]);
   }
 }
 
-CommonHit Coordinator::FindUnitary(std::span<const BlockHash> keys,
-                                   std::uint32_t max_length) const {
+void Coordinator::Blame(const SpecGroup& limiter, bool rewound,
+                        CacheHit& out) const {
+  out.limiting_group = limiter.members[0];
+  if (rewound) {
+    out.miss_cause = MissCause::kSpeculativeRewind;
+  } else {
+    out.miss_cause = TraitsOf(limiter.kind).keeps_states
+                         ? MissCause::kNoCheckpoint
+                         : MissCause::kWindowNotCovered;
+  }
+}
+
+CacheHit Coordinator::FindUnitary(std::span<const BlockHash> keys,
+                                  std::uint32_t max_length) const {
   const SpecGroup& group = geometry_.spec_groups[0];
   GroupHit hit = managers_[0]->FindLongestHit({.keys = keys,
                                                .max_length = max_length,
                                                .rewind = group.rewind,
                                                .members = group.members});
-  CommonHit out{.num_tokens = hit.num_tokens,
-                .blocks = {},
-                .longest = hit.num_tokens,
-                .chain_tokens = std::min(hit.proven_tokens, max_length)};
-  if (hit.num_tokens < out.chain_tokens) {
-    out.limiter = group.members[0];  // only its own rewind can lower it
-    out.limited_by_rewind = true;
-  }
+  CacheHit out{.num_tokens = hit.num_tokens,
+               .chain_tokens = std::min(hit.proven_tokens, max_length)};
+  // Only its own rewind can lower it.
+  if (hit.num_tokens < out.chain_tokens) Blame(group, true, out);
   out.blocks.resize(managers_.size());
   Collect(group, hit, out);
   return out;
 }
 
-std::uint32_t Coordinator::ProofLength(const GroupManager& manager,
+std::uint32_t Coordinator::ProofLength(const SpecGroup& group,
                                        std::uint32_t length,
                                        std::size_t num_keys) const {
-  if (!manager.traits().rewinds_itself) return length;
-  const GroupGeometry& g = manager.geometry();
-  const bool unit_margin = geometry_.partial_hits &&
-                           manager.traits().fine_capable &&
-                           g.block_size > g.hash_unit;
-  const std::uint64_t proof =
-      std::uint64_t{length} + (unit_margin ? g.hash_unit : g.block_size);
+  const KindTraits& kind = TraitsOf(group.kind);
+  if (!kind.rewinds_itself) return length;
+  const std::uint32_t b =
+      managers_[ToIndex(group.members[0])]->geometry().block_size;
+  const std::uint32_t unit = geometry_.facts.hash_unit;
+  const bool unit_margin =
+      geometry_.facts.partial_hits && kind.fine_capable && b > unit;
+  const std::uint64_t proof = std::uint64_t{length} + (unit_margin ? unit : b);
   return static_cast<std::uint32_t>(
-      std::min<std::uint64_t>(proof, std::uint64_t{num_keys} * g.hash_unit));
+      std::min<std::uint64_t>(proof, std::uint64_t{num_keys} * unit));
 }
 
-CommonHit Coordinator::FindLongestHit(std::span<const BlockHash> keys,
-                                      std::uint32_t max_length) const {
+CacheHit Coordinator::FindLongestHit(std::span<const BlockHash> keys,
+                                     std::uint32_t max_length) const {
   if (geometry_.spec_groups.empty()) {  // nothing is cached
-    CommonHit none;
+    CacheHit none;
     none.blocks.resize(managers_.size());
     return none;
   }
@@ -63,7 +74,7 @@ CommonHit Coordinator::FindLongestHit(std::span<const BlockHash> keys,
             .hits = std::vector<GroupHit>(groups.size()),
             .looked_up = std::vector<bool>(groups.size(), false)};
   const bool one_pass =
-      groups.size() == 2 && groups[0].kind == GroupKind::kFullAttention;
+      groups.size() == 2 && TraitsOf(groups[0].kind).reads_whole_prefix;
   std::uint32_t hit = max_length;
   for (;;) {
     std::uint32_t current = hit;
@@ -81,9 +92,10 @@ std::uint32_t Coordinator::Ask(std::size_t i, std::uint32_t current,
                                Pass& pass) const {
   const SpecGroup& group = geometry_.spec_groups[i];
   const GroupManager& manager = *managers_[ToIndex(group.members[0])];
+  const bool whole_prefix = TraitsOf(group.kind).reads_whole_prefix;
   GroupHit& hit = pass.hits[i];
-  // Full attention's set is downward closed: one lookup serves every length.
-  if (group.kind == GroupKind::kFullAttention && pass.looked_up[i]) {
+  // A whole-prefix set is downward closed: one lookup serves every length.
+  if (whole_prefix && pass.looked_up[i]) {
     return std::min(current, hit.num_tokens);
   }
   // A rewinding group always answers from its rewound set: it proves one
@@ -94,30 +106,30 @@ std::uint32_t Coordinator::Ask(std::size_t i, std::uint32_t current,
   hit = manager.FindLongestHit(
       {.keys = pass.keys,
        .max_length =
-           rewind ? ProofLength(manager, current, pass.keys.size()) : current,
+           rewind ? ProofLength(group, current, pass.keys.size()) : current,
        .rewind = rewind ? DraftRewind::kEagle : DraftRewind::kNone,
        .members = group.members});
   pass.looked_up[i] = true;
   if (hit.num_tokens < current) {
     // The rewind alone lowered it: full attention's chain is its proof;
     // another group could resume at `current` before dropping.
-    const bool rewound = rewind && (group.kind == GroupKind::kFullAttention
-                                        ? hit.proven_tokens > hit.num_tokens
-                                        : hit.proven_tokens >= current);
+    const bool rewound =
+        rewind && (whole_prefix ? hit.proven_tokens > hit.num_tokens
+                                : hit.proven_tokens >= current);
     pass.limiter = Limiter{i, rewound};
   }
   pass.longest = std::max(pass.longest, hit.num_tokens);
   return hit.num_tokens;
 }
 
-CommonHit Coordinator::Gather(std::uint32_t hit, std::uint32_t max_length,
-                              Pass& pass) const {
+CacheHit Coordinator::Gather(std::uint32_t hit, std::uint32_t max_length,
+                             Pass& pass) const {
   const std::vector<SpecGroup>& groups = geometry_.spec_groups;
-  CommonHit out{.num_tokens = hit, .blocks = {}, .longest = pass.longest};
+  CacheHit out{.num_tokens = hit};
   out.blocks.resize(managers_.size());
   std::optional<std::uint32_t> chain;
   for (std::size_t i = 0; i < groups.size(); ++i) {
-    if (groups[i].kind == GroupKind::kFullAttention) {
+    if (TraitsOf(groups[i].kind).reads_whole_prefix) {
       chain = std::min(chain.value_or(max_length), pass.hits[i].proven_tokens);
       const std::uint32_t b =
           managers_[ToIndex(groups[i].members[0])]->geometry().block_size;
@@ -127,10 +139,11 @@ CommonHit Coordinator::Gather(std::uint32_t hit, std::uint32_t max_length,
     }
     Collect(groups[i], pass.hits[i], out);
   }
+  // Without a whole-prefix group the chain is the longest answer.
   out.chain_tokens = std::min(chain.value_or(pass.longest), max_length);
+  if (pass.longest > hit) out.shared_prefix_boundary = pass.longest;
   if (hit < out.chain_tokens && pass.limiter) {
-    out.limiter = geometry_.spec_groups[pass.limiter->spec_group].members[0];
-    out.limited_by_rewind = pass.limiter->rewound;
+    Blame(groups[pass.limiter->spec_group], pass.limiter->rewound, out);
   }
   return out;
 }

@@ -19,23 +19,9 @@
 
 #include "cache/cache_geometry.h"
 #include "groups/group_manager.h"
+#include "hkv/cache_hit.h"
 
 namespace hkv::internal {
-
-struct CommonHit {
-  std::uint32_t num_tokens = 0;
-  std::vector<std::vector<BlockId>> blocks;  // per group id
-  // The longest answer any group gave; above num_tokens when some group
-  // (e.g. one that keeps few states) limited the hit.
-  std::uint32_t longest = 0;
-  // The longest prefix full attention holds (without a rewind; the longest
-  // answer when there is no full-attention group), at most max_length.
-  std::uint32_t chain_tokens = 0;
-  // When the hit is below chain_tokens: the group that last lowered it, and
-  // whether its rewind alone did.
-  std::optional<GroupId> limiter = std::nullopt;
-  bool limited_by_rewind = false;
-};
 
 class Coordinator {
  public:
@@ -43,9 +29,14 @@ class Coordinator {
   Coordinator(const std::vector<std::unique_ptr<GroupManager>>& managers,
               const CacheGeometry& geometry);
 
-  // O(lookups of every group, times the loop's iterations).
-  CommonHit FindLongestHit(std::span<const BlockHash> keys,
-                           std::uint32_t max_length) const;
+  // The hit's length, blocks per group, full attention's chain, the
+  // longest answer of any group (as the shared-prefix boundary, when above
+  // the hit), and which group limited it and why: a rewind, else a missing
+  // checkpoint or window (the caller tells evictions apart). The origin and
+  // the key generation are the caller's. O(lookups of every group, times
+  // the loop's iterations).
+  CacheHit FindLongestHit(std::span<const BlockHash> keys,
+                          std::uint32_t max_length) const;
 
  private:
   struct Limiter {
@@ -61,18 +52,21 @@ class Coordinator {
     std::optional<Limiter> limiter = std::nullopt;
   };
 
-  CommonHit FindUnitary(std::span<const BlockHash> keys,
-                        std::uint32_t max_length) const;
+  CacheHit FindUnitary(std::span<const BlockHash> keys,
+                       std::uint32_t max_length) const;
   // Spec group i's answer at `current`.
   std::uint32_t Ask(std::size_t i, std::uint32_t current, Pass& pass) const;
   // The hit's blocks per group (full attention cut to the hit) and why it
   // is short.
-  CommonHit Gather(std::uint32_t hit, std::uint32_t max_length,
-                   Pass& pass) const;
+  CacheHit Gather(std::uint32_t hit, std::uint32_t max_length,
+                  Pass& pass) const;
+  // Records that spec group `limiter`'s first member kept the hit below
+  // the chain, by its rewind alone or not.
+  void Blame(const SpecGroup& limiter, bool rewound, CacheHit& out) const;
   // The length a spec group is asked for when it rewinds.
-  std::uint32_t ProofLength(const GroupManager& manager, std::uint32_t length,
+  std::uint32_t ProofLength(const SpecGroup& group, std::uint32_t length,
                             std::size_t num_keys) const;
-  void Collect(const SpecGroup& group, GroupHit& hit, CommonHit& out) const;
+  void Collect(const SpecGroup& group, GroupHit& hit, CacheHit& out) const;
 
   const std::vector<std::unique_ptr<GroupManager>>& managers_;
   const CacheGeometry& geometry_;

@@ -30,7 +30,7 @@ CacheHit TruncateHit(const CacheHit& hit, std::uint32_t num_tokens,
                      const CacheGeometry& geometry) {
   HKV_REQUIRE(num_tokens <= hit.num_tokens,
               "a hit can only be cut to fewer tokens");
-  HKV_REQUIRE(num_tokens % geometry.scheduler_block == 0,
+  HKV_REQUIRE(num_tokens % geometry.facts.scheduler_block == 0,
               "a hit is cut to a multiple of the scheduler block");
   HKV_REQUIRE(hit.blocks.size() == geometry.groups.size(),
               "the hit has one block list per group");

@@ -6,7 +6,8 @@
 #include <cstdint>
 
 #include "cache/cache_geometry.h"
-#include "hkv/cache_manager.h"
+#include "hkv/cache_config.h"
+#include "hkv/cache_hit.h"
 
 namespace hkv::internal {
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "groups/kind_traits.h"
 #include "groups/recurrent_state.h"
 #include "groups/retention.h"
 
@@ -13,10 +14,7 @@ namespace {
 std::uint32_t ExportBlock(const CacheConfig& config) {
   std::uint32_t block = 0;
   for (const GroupSpec& g : config.groups) {
-    if (g.kind != GroupKind::kRecurrent ||
-        g.recurrent_mode != RecurrentMode::kAlign) {
-      continue;
-    }
+    if (!IsAlignedRecurrent(g)) continue;
     if (g.checkpoint_blocks == 0 || (block != 0 && block != g.block_size)) {
       return 0;
     }
@@ -33,12 +31,11 @@ SplitRules MakeSplitRules(const CacheConfig& config,
   const GroupSpec* attention = nullptr;
   std::uint32_t states = 1;  // lcm of the aligned recurrent blocks
   for (const GroupSpec& g : config.groups) {
-    if (g.kind == GroupKind::kRecurrent &&
-        g.recurrent_mode == RecurrentMode::kAlign) {
+    if (IsAlignedRecurrent(g)) {
       rules.applies = true;
       states = std::lcm(states, g.block_size);
     }
-    if (attention == nullptr && g.kind == GroupKind::kFullAttention) {
+    if (attention == nullptr && TraitsOf(g.kind).reads_whole_prefix) {
       attention = &g;
     }
   }
@@ -48,15 +45,8 @@ SplitRules MakeSplitRules(const CacheConfig& config,
   // before its end.
   rules.block =
       std::lcm((attention ? *attention : config.groups[0]).block_size, states);
-  rules.hash_unit = config.keys.hash_unit;
-  rules.fine =
-      geometry.partial_hits && config.keys.hash_unit < geometry.scheduler_block;
-  rules.checkpoint_unit =
-      rules.fine ? config.keys.hash_unit : geometry.scheduler_block;
-  rules.rewind = geometry.groups[0].draft_model;
-  rules.alignment = geometry.alignment;
-  rules.scheduler_block = geometry.scheduler_block;
-  rules.retention_interval = config.retention_interval;
+  const CacheFacts& facts = geometry.facts;
+  rules.fine = facts.partial_hits && facts.hash_unit < facts.scheduler_block;
   rules.export_block = ExportBlock(config);
   return rules;
 }
@@ -71,14 +61,13 @@ std::uint32_t Checkpoint(std::uint32_t n, std::uint32_t unit,
 // The prompt's checkpoint when the kernel exports it from inside the chunk
 // [start, end) into a slot the request does not hold yet (as the recurrent
 // manager then does; spec §7.3 "internal"); 0 otherwise.
-std::uint32_t ExportedCheckpoint(const SplitRules& rules,
-                                 const SplitInput& input, std::uint32_t start,
+std::uint32_t ExportedCheckpoint(const SplitInput& input, std::uint32_t start,
                                  std::uint32_t end) {
-  const std::uint32_t b = rules.export_block;
+  const std::uint32_t b = input.rules.export_block;
   const std::uint32_t prompt = input.num_prompt_tokens;
   if (b == 0 || end < prompt) return 0;
   const std::uint32_t position =
-      Checkpoint(prompt, rules.alignment, rules.rewind);
+      Checkpoint(prompt, input.facts.alignment, input.facts.draft_model);
   const bool inside = position > start && position < end;
   const bool fresh_slot = (end + b - 1) / b >= (start + b - 1) / b + 2;
   return inside && fresh_slot ? position : 0;
@@ -104,18 +93,18 @@ class FirstStop {
 // P - 1 and J at the alignment and the scheduler block), so chunks stop
 // there. An exporting chunk does not stop at floor(end / b) * b: the export
 // takes the slot the state there would need.
-void ConsiderResendPositions(const SplitRules& rules, const SplitInput& input,
-                             std::uint32_t end, bool exports,
-                             FirstStop& stops) {
+void ConsiderResendPositions(const SplitInput& input, std::uint32_t end,
+                             bool exports, FirstStop& stops) {
   const std::uint32_t prompt = input.num_prompt_tokens;
-  const bool rewind = rules.rewind == DraftRewind::kEagle;
-  const std::uint32_t b = rules.export_block;
+  const bool rewind = input.facts.draft_model == DraftRewind::kEagle;
+  const std::uint32_t b = input.rules.export_block;
   // 0 is never a stop.
   const std::uint32_t skipped = exports && end % b != 0 ? end / b * b : 0;
   for (std::uint32_t x :
        {prompt > 0 ? prompt - 1 : 0u, input.chunk.shared_prefix_boundary}) {
     if (x == 0) continue;
-    for (std::uint32_t a : {rules.alignment, rules.scheduler_block}) {
+    for (std::uint32_t a :
+         {input.facts.alignment, input.facts.scheduler_block}) {
       for (std::uint32_t p : ReachablePositions(x, a, rewind)) {
         if (p != skipped) stops.Consider(p);
       }
@@ -126,36 +115,40 @@ void ConsiderResendPositions(const SplitRules& rules, const SplitInput& input,
 // The stops of spec §7.3 for the chunk [start, end). `exported`: the
 // checkpoint the chunk exports (0: none); such a chunk need not stop on the
 // next block, at the last state or at the prompt's tail.
-std::uint32_t FirstStopOf(const SplitRules& rules, const SplitInput& input,
-                          std::uint32_t end, std::uint32_t exported) {
+std::uint32_t FirstStopOf(const SplitInput& input, std::uint32_t end,
+                          std::uint32_t exported) {
+  const SplitRules& rules = input.rules;
+  const CacheFacts& facts = input.facts;
   const std::uint32_t b = rules.block;
   const std::uint32_t start = input.chunk.num_computed_tokens;
   FirstStop stops(start, end);
   if (exported == 0) {
     if (start % b != 0) stops.Consider((start / b + 1) * b);
-    const std::uint32_t last = Checkpoint(input.num_tokens, b, rules.rewind);
+    const std::uint32_t last =
+        Checkpoint(input.num_tokens, b, facts.draft_model);
     stops.Consider(last);
     const std::uint32_t tail =
-        Checkpoint(input.num_prompt_tokens, rules.hash_unit, rules.rewind);
+        Checkpoint(input.num_prompt_tokens, facts.hash_unit, facts.draft_model);
     if (rules.fine && last < tail && tail < input.num_prompt_tokens) {
       stops.Consider(tail);
     }
   }
-  const std::optional<std::uint32_t> r = rules.retention_interval;
+  const std::optional<std::uint32_t> r = facts.retention_interval;
   if (r && *r > 0) stops.Consider((start / *r + 1) * *r);
   const std::uint32_t junction = input.chunk.shared_prefix_boundary;
   if (junction > start && junction < end) {
     stops.Consider(start + (junction - start) / b * b);
   }
   if (r && *r == 0) {
-    ConsiderResendPositions(rules, input, end, exported != 0, stops);
+    ConsiderResendPositions(input, end, exported != 0, stops);
   }
   return stops.stop();
 }
 
 }  // namespace
 
-std::uint32_t SplitPrefill(const SplitRules& rules, const SplitInput& input) {
+std::uint32_t SplitPrefill(const SplitInput& input) {
+  const SplitRules& rules = input.rules;
   const PrefillChunk& chunk = input.chunk;
   if (!rules.applies || input.num_tokens == 0) return chunk.num_new_tokens;
   const std::uint32_t b = rules.block;
@@ -164,7 +157,7 @@ std::uint32_t SplitPrefill(const SplitRules& rules, const SplitInput& input) {
   const std::uint32_t prefill_end =
       std::max(input.num_prompt_tokens, input.num_tokens - 1);
   if (start >= prefill_end) return chunk.num_new_tokens;
-  const std::uint32_t exported = ExportedCheckpoint(rules, input, start, end);
+  const std::uint32_t exported = ExportedCheckpoint(input, start, end);
   if (end < prefill_end && exported == 0) {
     std::uint32_t cap = chunk.max_num_scheduled_tokens;
     if (chunk.long_prefill_threshold > 0) {
@@ -174,7 +167,7 @@ std::uint32_t SplitPrefill(const SplitRules& rules, const SplitInput& input) {
     const std::uint32_t aligned = end / b * b;
     if (aligned > start || b <= cap) end = aligned;
   }
-  std::uint32_t stop = FirstStopOf(rules, input, end, exported);
+  std::uint32_t stop = FirstStopOf(input, end, exported);
   // A stop before the prompt's end leaves the chunk nothing to export: it
   // must then end at the checkpoint itself, or no state is left there
   // (a deviation from §7.3, which loses the resend's hit; docs/design.md).

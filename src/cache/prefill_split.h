@@ -7,23 +7,18 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 
 #include "cache/cache_geometry.h"
-#include "hkv/cache_manager.h"
+#include "hkv/allocation.h"
+#include "hkv/cache_config.h"
 
 namespace hkv::internal {
 
+// The split's own rules; the cache-wide facts come with each call.
 struct SplitRules {
   bool applies = false;     // an aligned recurrent group exists
   std::uint32_t block = 0;  // chunks end on its multiples (per rank)
-  std::uint32_t hash_unit = 0;
-  std::uint32_t checkpoint_unit = 0;  // the unit of the prompt's checkpoint
-  bool fine = false;                  // hits may end inside blocks
-  DraftRewind rewind = DraftRewind::kNone;
-  std::uint32_t alignment = 0;        // A
-  std::uint32_t scheduler_block = 0;  // S
-  std::optional<std::uint32_t> retention_interval = std::nullopt;
+  bool fine = false;        // hits may end inside blocks
   // The state block when every aligned recurrent group (all of this block)
   // exports the prompt's checkpoint from inside a chunk; 0 otherwise.
   std::uint32_t export_block = 0;
@@ -33,12 +28,14 @@ SplitRules MakeSplitRules(const CacheConfig& config,
                           const CacheGeometry& geometry);
 
 struct SplitInput {
+  const SplitRules& rules;
+  const CacheFacts& facts;
   std::uint32_t num_prompt_tokens = 0;
   std::uint32_t num_tokens = 0;  // prompt and outputs so far
   PrefillChunk chunk;
 };
 
 // The tokens to schedule: chunk.num_new_tokens, shortened to the first stop.
-std::uint32_t SplitPrefill(const SplitRules& rules, const SplitInput& input);
+std::uint32_t SplitPrefill(const SplitInput& input);
 
 }  // namespace hkv::internal

@@ -6,7 +6,8 @@
 
 #include <cstdint>
 
-#include "hkv/cache_manager.h"
+#include "hkv/cache_hit.h"
+#include "hkv/cache_stats.h"
 
 namespace hkv::internal {
 

@@ -2,8 +2,8 @@
 
 #include "check.h"
 #include "geometry/arith.h"
-#include "hkv/cache_manager.h"
 #include "hkv/geometry.h"
+#include "hkv/group_spec.h"
 #include "text.h"
 
 namespace hkv {

@@ -6,21 +6,19 @@
 #pragma once
 
 #include "groups/group_manager.h"
+#include "groups/kind_traits.h"
 
 namespace hkv::internal {
 
 class ChunkedLocalManager final : public GroupManager {
  public:
   // REQUIRES: chunk >= 1; alignment == block_size == hash_unit.
-  ChunkedLocalManager(BlockPool& pool, const GroupGeometry& geometry,
-                      std::uint32_t chunk);
+  ChunkedLocalManager(BlockPool& pool, const CacheFacts& cache,
+                      const GroupGeometry& geometry, const GroupSpec& spec);
 
   // The current chunk's cached blocks from its start, after null blocks for
   // the chunks before it. O(C / b).
   GroupHit FindLongestHit(const HitQuery& query) const override;
-  LookupTraits traits() const override {
-    return {.rewinds_itself = false, .fine_capable = false};
-  }
 
   // Tokens of the chunks before the current one.
   std::uint32_t SkippedTokens(std::uint32_t num_computed) const override {
@@ -35,5 +33,8 @@ class ChunkedLocalManager final : public GroupManager {
  private:
   std::uint32_t chunk_;
 };
+
+// The traits of chunked-local attention (groups/kind_traits.h).
+const KindTraits& ChunkedLocalTraits();
 
 }  // namespace hkv::internal

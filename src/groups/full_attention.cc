@@ -7,17 +7,18 @@
 namespace hkv::internal {
 
 FullAttentionManager::FullAttentionManager(BlockPool& pool,
+                                           const CacheFacts& cache,
                                            const GroupGeometry& geometry,
-                                           std::uint32_t output_window)
-    : GroupManager(pool, geometry), output_window_(output_window) {
-  HKV_DCHECK(geometry.block_size % geometry.hash_unit == 0);
-  HKV_DCHECK(geometry.alignment == geometry.hash_unit ||
-             geometry.alignment % geometry.block_size == 0);
+                                           const GroupSpec& spec)
+    : GroupManager(pool, cache, geometry), output_window_(spec.output_window) {
+  HKV_DCHECK(geometry.block_size % cache.hash_unit == 0);
+  HKV_DCHECK(cache.alignment == cache.hash_unit ||
+             cache.alignment % geometry.block_size == 0);
 }
 
 GroupHit FullAttentionManager::FindLongestHit(const HitQuery& query) const {
   const std::uint32_t b = geometry_.block_size;
-  const std::uint32_t units_per_block = b / geometry_.hash_unit;
+  const std::uint32_t units_per_block = b / cache_.hash_unit;
   const auto num_full =
       static_cast<std::uint32_t>(query.keys.size() / units_per_block);
   GroupHit hit;
@@ -35,7 +36,7 @@ GroupHit FullAttentionManager::FindLongestHit(const HitQuery& query) const {
   hit.num_tokens = static_cast<std::uint32_t>(run) * b;
   if (fine()) ExtendIntoPage(query, hit);
 
-  const std::uint32_t a = geometry_.alignment;
+  const std::uint32_t a = cache_.alignment;
   hit.proven_tokens = hit.num_tokens;
   if (query.rewind == DraftRewind::kEagle && hit.num_tokens > 0) {
     hit.num_tokens -= std::min({a, b, hit.num_tokens});
@@ -49,7 +50,7 @@ GroupHit FullAttentionManager::FindLongestHit(const HitQuery& query) const {
 
 void FullAttentionManager::ExtendIntoPage(const HitQuery& query,
                                           GroupHit& hit) const {
-  const std::uint32_t a = geometry_.alignment;  // == hash unit
+  const std::uint32_t a = cache_.alignment;  // == hash unit
   const std::uint32_t per_page = geometry_.block_size / a;
   const auto num_units = static_cast<std::uint32_t>(query.keys.size());
   const std::uint32_t page = hit.num_tokens / geometry_.block_size;
@@ -82,7 +83,7 @@ void FullAttentionManager::Commit(GroupTable& table, const Request& request,
                                   std::span<const std::uint32_t> replay) {
   HKV_DCHECK(num_tokens <= request.num_tokens());
   CommitFullBlocks(table, request, num_tokens);
-  if (geometry_.block_size != geometry_.hash_unit) {
+  if (geometry_.block_size != cache_.hash_unit) {
     CommitPartialTail(table, request, num_tokens, replay);
   }
 }
@@ -105,6 +106,22 @@ void FullAttentionManager::RemoveSkippedBlocks(GroupTable& table,
     table.blocks[i] = kNullBlock;
   }
   if (!released.empty()) pool_.Free(released);
+}
+
+const KindTraits& FullAttentionTraits() {
+  static constexpr KindTraits kTraits{
+      .reads_whole_prefix = true,
+      .output_window = true,
+      .max_blocks =
+          [](const GroupSpec&, const RequestReach& reach) {
+            return reach.Blocks(reach.length);
+          },
+      .check = [](const GroupSpec&, const KindCheck&) -> Result<void> {
+        return {};
+      },
+      .make = &MakeManager<FullAttentionManager>,
+  };
+  return kTraits;
 }
 
 }  // namespace hkv::internal

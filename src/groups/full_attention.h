@@ -9,6 +9,7 @@
 #pragma once
 
 #include "groups/group_manager.h"
+#include "groups/kind_traits.h"
 
 namespace hkv::internal {
 
@@ -17,8 +18,8 @@ class FullAttentionManager final : public GroupManager {
   // REQUIRES: hash_unit divides block_size; alignment is hash_unit (fine
   // hits) or a multiple of block_size.
   // `output_window`: 0, or the R-SWA window over the outputs.
-  FullAttentionManager(BlockPool& pool, const GroupGeometry& geometry,
-                       std::uint32_t output_window);
+  FullAttentionManager(BlockPool& pool, const CacheFacts& cache,
+                       const GroupGeometry& geometry, const GroupSpec& spec);
 
   // Phase 1: the run of cached full blocks from position 0. Phase 2 (fine):
   // the first page not matched in full, proven by its own full entry or by a
@@ -41,10 +42,13 @@ class FullAttentionManager final : public GroupManager {
               std::span<const std::uint32_t> replay) override;
 
  private:
-  bool fine() const { return geometry_.alignment < geometry_.block_size; }
+  bool fine() const { return cache_.alignment < geometry_.block_size; }
   std::uint32_t output_window_;
   // Extends `hit` into the first page not matched in full (phase 2).
   void ExtendIntoPage(const HitQuery& query, GroupHit& hit) const;
 };
+
+// The traits of full attention (groups/kind_traits.h).
+const KindTraits& FullAttentionTraits();
 
 }  // namespace hkv::internal

@@ -28,8 +28,8 @@ void GroupManager::Append(GroupHit& hit, const std::vector<BlockId>& found) {
 
 PrefixKey GroupManager::UnitKey(std::span<const BlockHash> keys,
                                 std::uint32_t num_tokens) const {
-  HKV_DCHECK(num_tokens > 0 && num_tokens % geometry_.hash_unit == 0);
-  return {.hash = keys[num_tokens / geometry_.hash_unit - 1],
+  HKV_DCHECK(num_tokens > 0 && num_tokens % cache_.hash_unit == 0);
+  return {.hash = keys[num_tokens / cache_.hash_unit - 1],
           .group = geometry_.id};
 }
 
@@ -165,10 +165,10 @@ void GroupManager::CommitPartialTail(const GroupTable& table,
                                      const Request& request,
                                      std::uint32_t num_tokens,
                                      std::span<const std::uint32_t> replay) {
-  const std::uint32_t h = geometry_.hash_unit;
+  const std::uint32_t h = cache_.hash_unit;
   const std::uint32_t b = geometry_.block_size;
   std::vector<std::uint32_t> boundaries = {request.num_prompt_tokens() / h * h};
-  if (geometry_.alignment < b) {
+  if (cache_.alignment < b) {
     boundaries.insert(boundaries.end(), replay.begin(), replay.end());
   }
   // Longest first: a block's primary entry is its longest.
@@ -195,7 +195,7 @@ void GroupManager::RecordUnitStored(const GroupTable& table,
                                     const Request& request,
                                     std::uint32_t boundary) {
   if (!pool_.events().enabled()) return;
-  const std::uint32_t unit = geometry_.hash_unit;
+  const std::uint32_t unit = cache_.hash_unit;
   pool_.events().Record(
       StoredEvent(request, {.first = boundary / unit - 1,
                             .end = boundary / unit,

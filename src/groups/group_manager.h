@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/block_pool.h"
-#include "hkv/cache_manager.h"
+#include "hkv/allocation.h"
 #include "hkv/request.h"
 #include "hkv/types.h"
 
@@ -25,22 +25,25 @@ namespace hkv::internal {
 
 enum class DraftRewind { kNone, kEagle };
 
-// Fixed facts of a group, decided by the cache core at construction.
-struct GroupGeometry {
-  GroupId id{0};
-  std::uint32_t block_size = 16;       // tokens one block covers (DCP-scaled)
-  std::uint32_t hash_unit = 16;        // divides block_size
+// Facts of the whole cache, decided by the cache core at construction; every
+// group reads the one copy.
+struct CacheFacts {
+  std::uint32_t hash_unit = 16;        // divides every group's block
   std::uint32_t alignment = 16;        // A: hits are multiples of it
   std::uint32_t scheduler_block = 16;  // S: lcm of all groups' block sizes
-  // Whether the group's layers feed a draft model (its lookups rewind).
-  DraftRewind rewind = DraftRewind::kNone;
-  // Whether some group's lookups rewind: where the prompt's reusable
-  // positions lie depends on it.
-  DraftRewind lookup_rewind = DraftRewind::kNone;
+  bool partial_hits = false;           // A is the hash unit, below some block
   // Whether any group feeds a draft model.
   DraftRewind draft_model = DraftRewind::kNone;
   // Sparse retention (see groups/retention.h); unset: dense.
   std::optional<std::uint32_t> retention_interval = std::nullopt;
+};
+
+// Fixed facts of one group, decided by the cache core at construction.
+struct GroupGeometry {
+  GroupId id{0};
+  std::uint32_t block_size = 16;  // tokens one block covers (DCP-scaled)
+  // Whether the group's layers feed a draft model (its lookups rewind).
+  DraftRewind rewind = DraftRewind::kNone;
   // Blocks one request holds at most (MaxBlocksPerRequest): a
   // whole-sequence admission counts window groups at no more.
   std::uint64_t admission_cap = std::numeric_limits<std::uint64_t>::max();
@@ -121,29 +124,22 @@ struct CopyLog {
 
 class GroupManager {
  public:
-  GroupManager(BlockPool& pool, const GroupGeometry& geometry)
-      : pool_(pool), geometry_(geometry) {}
+  // `cache` outlives the manager.
+  GroupManager(BlockPool& pool, const CacheFacts& cache,
+               const GroupGeometry& geometry)
+      : pool_(pool), cache_(cache), geometry_(geometry) {}
   virtual ~GroupManager() = default;
   GroupManager(const GroupManager&) = delete;
   GroupManager& operator=(const GroupManager&) = delete;
 
   const GroupGeometry& geometry() const { return geometry_; }
+  const CacheFacts& cache() const { return cache_; }
 
   // The largest position <= query.max_length, a multiple of the alignment,
   // from which every member group can resume (after the rewind, when the
   // query asks for one and the kind applies it). Pure: never touches
   // reference counts.
   virtual GroupHit FindLongestHit(const HitQuery& query) const = 0;
-
-  // What the coordinator needs to know of a kind's lookups.
-  struct LookupTraits {
-    // FindLongestHit applies a requested rewind itself (attention kinds):
-    // the coordinator then lets it look one unit further.
-    bool rewinds_itself = true;
-    // Hits may end inside this kind's blocks.
-    bool fine_capable = true;
-  };
-  virtual LookupTraits traits() const { return {}; }
 
   // Tokens a request no longer reads once `num_computed` tokens are
   // computed (window groups); their blocks may be released.
@@ -219,13 +215,13 @@ class GroupManager {
   // The key of the prefix ending at block `index`'s end.
   const BlockHash& BlockKey(std::span<const BlockHash> keys,
                             std::uint32_t index) const {
-    return keys[(index + 1) * (geometry_.block_size / geometry_.hash_unit) - 1];
+    return keys[(index + 1) * (geometry_.block_size / cache_.hash_unit) - 1];
   }
   // Key of the prefix ending at block `index`'s end.
   PrefixKey FullBlockKey(std::span<const BlockHash> keys,
                          std::uint32_t index) const {
     const std::uint32_t units_per_block =
-        geometry_.block_size / geometry_.hash_unit;
+        geometry_.block_size / cache_.hash_unit;
     return {.hash = keys[(index + 1) * units_per_block - 1],
             .group = geometry_.id};
   }
@@ -251,6 +247,7 @@ class GroupManager {
                  std::uint32_t end);
 
   BlockPool& pool_;
+  const CacheFacts& cache_;
   const GroupGeometry geometry_;
 };
 

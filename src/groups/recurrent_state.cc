@@ -1,6 +1,7 @@
 #include "groups/recurrent_state.h"
 
 #include <algorithm>
+#include <string>
 
 #include "check.h"
 #include "groups/retention.h"
@@ -8,13 +9,14 @@
 namespace hkv::internal {
 
 RecurrentStateManager::RecurrentStateManager(BlockPool& pool,
+                                             const CacheFacts& cache,
                                              const GroupGeometry& geometry,
                                              const GroupSpec& spec)
-    : GroupManager(pool, geometry),
+    : GroupManager(pool, cache, geometry),
       mode_(spec.recurrent_mode),
       speculative_blocks_(spec.speculative_blocks),
       exports_checkpoint_(spec.checkpoint_blocks > 0) {
-  HKV_DCHECK(geometry.alignment % geometry.hash_unit == 0);
+  HKV_DCHECK(cache.alignment % cache.hash_unit == 0);
 }
 
 std::uint32_t RecurrentStateManager::CheckpointPosition(
@@ -29,8 +31,8 @@ std::uint32_t RecurrentStateManager::CheckpointPosition(
 
 GroupHit RecurrentStateManager::FindLongestHit(const HitQuery& query) const {
   const std::uint32_t b = geometry_.block_size;
-  const std::uint32_t a = geometry_.alignment;
-  const std::uint32_t unit = geometry_.hash_unit;
+  const std::uint32_t a = cache_.alignment;
+  const std::uint32_t unit = cache_.hash_unit;
   GroupHit hit;
   hit.blocks.resize(query.members.size());
   std::vector<BlockId> found;
@@ -113,7 +115,7 @@ RecurrentStateManager::CheckpointToExport(
   const std::uint32_t n = demand.num_main;
   if (!exports_checkpoint_ || n < demand.num_prompt_tokens) return {};
   const std::uint32_t position = CheckpointPosition(
-      demand.num_prompt_tokens, geometry_.alignment, geometry_.draft_model);
+      demand.num_prompt_tokens, cache_.alignment, cache_.draft_model);
   if (position <= demand.num_computed || position >= n || BlocksFor(n) < 2) {
     return {};
   }
@@ -258,8 +260,8 @@ void RecurrentStateManager::Commit(GroupTable& table, const Request& request,
   std::vector<bool> keep =
       first < end ? StateRetention({.start = first,
                                     .end = end,
-                                    .alignment = geometry_.alignment,
-                                    .interval = geometry_.retention_interval,
+                                    .alignment = cache_.alignment,
+                                    .interval = cache_.retention_interval,
                                     .rewind = false,
                                     .reachable = replay},
                                    geometry_.block_size)
@@ -288,11 +290,11 @@ void RecurrentStateManager::Commit(GroupTable& table, const Request& request,
 void RecurrentStateManager::CommitCheckpoint(GroupTable& table,
                                              const Request& request,
                                              std::uint32_t num_tokens) {
-  const std::uint32_t unit = geometry_.hash_unit;
+  const std::uint32_t unit = cache_.hash_unit;
   const std::uint32_t b = geometry_.block_size;
   if (num_tokens == 0 || num_tokens % unit != 0 ||
       num_tokens != CheckpointPosition(request.num_prompt_tokens(), unit,
-                                       geometry_.draft_model)) {
+                                       cache_.draft_model)) {
     return;
   }
   const std::uint32_t index = (num_tokens + b - 1) / b - 1;
@@ -305,6 +307,48 @@ void RecurrentStateManager::CommitCheckpoint(GroupTable& table,
   table.partial_hit =
       GroupTable::PartialHit{.index = index, .source = table.blocks[index]};
   table.num_committed_blocks = index;
+}
+
+bool IsAlignedRecurrent(const GroupSpec& spec) {
+  return TraitsOf(spec.kind).keeps_states &&
+         spec.recurrent_mode == RecurrentMode::kAlign;
+}
+
+const KindTraits& RecurrentTraits() {
+  static constexpr KindTraits kTraits{
+      .keeps_states = true,
+      .rewinds_itself = false,
+      .sparse_retention = true,
+      .max_blocks = [](const GroupSpec& spec,
+                       const RequestReach& reach) -> std::uint64_t {
+        switch (spec.recurrent_mode) {
+          case RecurrentMode::kAlign:  // the state, the previous one
+            return 2 + std::uint64_t{spec.speculative_blocks} +
+                   spec.checkpoint_blocks;
+          case RecurrentMode::kAll:  // a state per block of the chunk
+            return reach.Blocks(reach.in_flight) + 1 + spec.speculative_blocks;
+          case RecurrentMode::kNone:
+            break;
+        }
+        return 1 + std::uint64_t{spec.speculative_blocks};
+      },
+      .check = [](const GroupSpec& spec,
+                  const KindCheck& block) -> Result<void> {
+        // States at every block boundary leave no room for hits between
+        // them.
+        if (spec.recurrent_mode == RecurrentMode::kAll &&
+            block.hash_unit != block.scheduler_block) {
+          return SpecError(
+              "a recurrent group in all mode needs hash unit == scheduler "
+              "block (" +
+              std::to_string(block.scheduler_block) + "), got " +
+              std::to_string(block.hash_unit));
+        }
+        return {};
+      },
+      .make = &MakeManager<RecurrentStateManager>,
+  };
+  return kTraits;
 }
 
 }  // namespace hkv::internal

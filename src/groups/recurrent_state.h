@@ -21,7 +21,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "groups/group_manager.h"
-#include "hkv/cache_manager.h"
+#include "groups/kind_traits.h"
+#include "hkv/group_spec.h"
 
 namespace hkv::internal {
 
@@ -29,13 +30,12 @@ class RecurrentStateManager final : public GroupManager {
  public:
   // REQUIRES: alignment is the hash unit or a multiple of it.
   // `spec`: the group's mode, speculative and checkpoint blocks.
-  RecurrentStateManager(BlockPool& pool, const GroupGeometry& geometry,
-                        const GroupSpec& spec);
+  RecurrentStateManager(BlockPool& pool, const CacheFacts& cache,
+                        const GroupGeometry& geometry, const GroupSpec& spec);
 
   // The latest state at a position <= max_length (on the alignment),
   // preceded by null blocks. Never rewinds. O(max_length / unit).
   GroupHit FindLongestHit(const HitQuery& query) const override;
-  LookupTraits traits() const override { return {.rewinds_itself = false}; }
 
   // Only the state of the last computed token is read.
   std::uint32_t SkippedTokens(std::uint32_t num_computed) const override {
@@ -90,5 +90,11 @@ class RecurrentStateManager final : public GroupManager {
   bool exports_checkpoint_;
   absl::flat_hash_set<PrefixKey, PrefixKeyHash> registered_this_step_;
 };
+
+// A recurrent group in kAlign mode: states only where chunks end.
+bool IsAlignedRecurrent(const GroupSpec& spec);
+
+// The traits of recurrent state (groups/kind_traits.h).
+const KindTraits& RecurrentTraits();
 
 }  // namespace hkv::internal

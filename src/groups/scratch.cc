@@ -26,4 +26,20 @@ void ScratchManager::AllocateNew(GroupTable& table,
                 table.blocks.end());
 }
 
+const KindTraits& ScratchTraits() {
+  static constexpr KindTraits kTraits{
+      .covers_positions = false,
+      .max_blocks = [](const GroupSpec& spec, const RequestReach&)
+          -> std::uint64_t { return spec.scratch_blocks; },
+      .check = [](const GroupSpec& spec, const KindCheck&) -> Result<void> {
+        if (spec.scratch_blocks == 0) {
+          return SpecError("a scratch group needs scratch_blocks >= 1");
+        }
+        return {};
+      },
+      .make = &MakeManager<ScratchManager>,
+  };
+  return kTraits;
+}
+
 }  // namespace hkv::internal

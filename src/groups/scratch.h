@@ -6,14 +6,15 @@
 #pragma once
 
 #include "groups/group_manager.h"
+#include "groups/kind_traits.h"
 
 namespace hkv::internal {
 
 class ScratchManager final : public GroupManager {
  public:
-  ScratchManager(BlockPool& pool, const GroupGeometry& geometry,
-                 std::uint32_t blocks_per_request)
-      : GroupManager(pool, geometry), blocks_(blocks_per_request) {}
+  ScratchManager(BlockPool& pool, const CacheFacts& cache,
+                 const GroupGeometry& geometry, const GroupSpec& spec)
+      : GroupManager(pool, cache, geometry), blocks_(spec.scratch_blocks) {}
 
   // Never asked: the coordinator leaves groups that cache nothing out.
   GroupHit FindLongestHit(const HitQuery& query) const override;
@@ -33,5 +34,8 @@ class ScratchManager final : public GroupManager {
  private:
   std::uint32_t blocks_;
 };
+
+// The traits of scratch pages (groups/kind_traits.h).
+const KindTraits& ScratchTraits();
 
 }  // namespace hkv::internal

@@ -1,6 +1,7 @@
 #include "groups/sliding_window.h"
 
 #include <algorithm>
+#include <string>
 
 #include "check.h"
 #include "groups/retention.h"
@@ -8,33 +9,34 @@
 namespace hkv::internal {
 
 SlidingWindowManager::SlidingWindowManager(BlockPool& pool,
+                                           const CacheFacts& cache,
                                            const GroupGeometry& geometry,
-                                           std::uint32_t window)
-    : GroupManager(pool, geometry), window_(window) {
-  HKV_DCHECK(window >= 1);
-  HKV_DCHECK(geometry.alignment == geometry.hash_unit ||
-             geometry.alignment % geometry.block_size == 0);
+                                           const GroupSpec& spec)
+    : GroupManager(pool, cache, geometry), window_(spec.sliding_window) {
+  HKV_DCHECK(window_ >= 1);
+  HKV_DCHECK(cache.alignment == cache.hash_unit ||
+             cache.alignment % geometry.block_size == 0);
 }
 
 GroupHit SlidingWindowManager::FindLongestHit(const HitQuery& query) const {
-  return geometry_.alignment < geometry_.block_size ? FindFine(query)
-                                                    : FindBlockAligned(query);
+  return cache_.alignment < geometry_.block_size ? FindFine(query)
+                                                 : FindBlockAligned(query);
 }
 
 void SlidingWindowManager::AlignDown(GroupHit& hit) const {
   const std::uint32_t b = geometry_.block_size;
   std::size_t n = hit.blocks[0].size();
-  while (n > 0 && (n * b) % geometry_.alignment != 0) --n;
+  while (n > 0 && (n * b) % cache_.alignment != 0) --n;
   for (std::vector<BlockId>& blocks : hit.blocks) blocks.resize(n);
 }
 
 GroupHit SlidingWindowManager::FindBlockAligned(const HitQuery& query) const {
   const std::uint32_t b = geometry_.block_size;
-  const std::uint32_t a = geometry_.alignment;
+  const std::uint32_t a = cache_.alignment;
   const bool rewind = query.rewind == DraftRewind::kEagle;
   const std::uint32_t need = (window_ - 1 + b - 1) / b + (rewind ? 1 : 0);
   const auto num_full =
-      static_cast<std::uint32_t>(query.keys.size() / (b / geometry_.hash_unit));
+      static_cast<std::uint32_t>(query.keys.size() / (b / cache_.hash_unit));
   const std::uint32_t limit = std::min(query.max_length / b, num_full);
   GroupHit hit;
   hit.blocks.assign(query.members.size(),
@@ -88,7 +90,7 @@ bool SlidingWindowManager::ProbeRun(const HitQuery& query, std::uint32_t first,
 }
 
 GroupHit SlidingWindowManager::FindFine(const HitQuery& query) const {
-  const std::uint32_t a = geometry_.alignment;  // == hash unit
+  const std::uint32_t a = cache_.alignment;  // == hash unit
   const std::uint32_t b = geometry_.block_size;
   const std::uint32_t per_block = b / a;
   const auto num_units = static_cast<std::uint32_t>(query.keys.size());
@@ -143,16 +145,44 @@ void SlidingWindowManager::Commit(GroupTable& table, const Request& request,
     const std::vector<bool> keep =
         WindowRetention({.start = table.num_committed_blocks,
                          .end = end,
-                         .alignment = geometry_.alignment,
-                         .interval = geometry_.retention_interval,
+                         .alignment = cache_.alignment,
+                         .interval = cache_.retention_interval,
                          .rewind = geometry_.rewind == DraftRewind::kEagle,
                          .reachable = replay},
                         geometry_.block_size, window_);
     CommitFullBlocks(table, request, num_tokens, keep);
   }
-  if (geometry_.alignment < geometry_.block_size) {
+  if (cache_.alignment < geometry_.block_size) {
     CommitPartialTail(table, request, num_tokens, replay);
   }
+}
+
+const KindTraits& SlidingWindowTraits() {
+  static constexpr KindTraits kTraits{
+      .sparse_retention = true,
+      // W - 1 + in-flight tokens, plus the block it straddles.
+      .max_blocks =
+          [](const GroupSpec& spec, const RequestReach& reach) {
+            return reach.Blocks(std::uint64_t{spec.sliding_window} -
+                                (spec.sliding_window > 0 ? 1 : 0) +
+                                reach.in_flight) +
+                   1;
+          },
+      .check = [](const GroupSpec& spec,
+                  const KindCheck& block) -> Result<void> {
+        if (spec.sliding_window == 0) {
+          return SpecError("sliding window must be >= 1");
+        }
+        if (block.sharded) {
+          return SpecError(
+              "a sliding-window group cannot be DCP-sharded (dcp " +
+              std::to_string(block.dcp) + "); make it replicated");
+        }
+        return {};
+      },
+      .make = &MakeManager<SlidingWindowManager>,
+  };
+  return kTraits;
 }
 
 }  // namespace hkv::internal

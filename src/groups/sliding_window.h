@@ -8,6 +8,7 @@
 #pragma once
 
 #include "groups/group_manager.h"
+#include "groups/kind_traits.h"
 
 namespace hkv::internal {
 
@@ -15,8 +16,8 @@ class SlidingWindowManager final : public GroupManager {
  public:
   // REQUIRES: window >= 1; alignment is the hash unit or a multiple of the
   // block.
-  SlidingWindowManager(BlockPool& pool, const GroupGeometry& geometry,
-                       std::uint32_t window);
+  SlidingWindowManager(BlockPool& pool, const CacheFacts& cache,
+                       const GroupGeometry& geometry, const GroupSpec& spec);
 
   // Block-aligned alignment: scans right to left for the longest prefix
   // whose last ceil((W-1)/b) blocks are cached (one more, then dropped, with
@@ -48,5 +49,8 @@ class SlidingWindowManager final : public GroupManager {
 
   std::uint32_t window_;
 };
+
+// The traits of sliding-window attention (groups/kind_traits.h).
+const KindTraits& SlidingWindowTraits();
 
 }  // namespace hkv::internal

@@ -74,7 +74,7 @@ std::vector<BlockStored> ReuseEvents(const Request& request,
     }
     run_start = i + 1;
   }
-  const std::uint32_t unit = geometry.hash_unit;
+  const std::uint32_t unit = request.key_scheme().hash_unit;
   if (reused.num_tokens % b == 0 || full >= reused.blocks.size()) return events;
   const PrefixKey key{.hash = request.keys()[reused.num_tokens / unit - 1],
                       .group = geometry.id};

@@ -11,8 +11,8 @@
 
 #include "core/block_pool.h"
 #include "groups/group_manager.h"
-#include "hkv/cache_manager.h"
 #include "hkv/events.h"
+#include "hkv/group_spec.h"
 #include "hkv/request.h"
 
 namespace hkv::internal {

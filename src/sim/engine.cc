@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+#include "groups/kind_traits.h"
+
 namespace hkv::internal {
 
 Result<void> Engine::Run() {
@@ -175,7 +177,7 @@ void Engine::Account(std::size_t index) {
   }
   const std::vector<GroupSpec>& groups = options_.cache.groups;
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    if (groups[g].kind != GroupKind::kRecurrent) continue;
+    if (!TraitsOf(groups[g].kind).keeps_states) continue;
     shape_.state_bytes_written +=
         BoundariesReached(live.computed, end, groups[g].block_size) *
         PageBytes(g);

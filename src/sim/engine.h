@@ -21,7 +21,9 @@
 
 namespace hkv::internal {
 
-inline std::uint32_t DraftRewind(const CacheConfig& cache) {
+// Tokens a draft model recomputes at the end of a hit: a hash unit when
+// some group feeds one, else 0.
+inline std::uint32_t DraftRewindTokens(const CacheConfig& cache) {
   for (const GroupSpec& g : cache.groups) {
     if (g.speculation == Speculation::kEagle) return cache.keys.hash_unit;
   }
@@ -121,7 +123,7 @@ class Engine {
   std::unordered_set<BlockHash> cached_once_;
   // Tokens a draft model's group rewinds a hit by: a hash unit when a group
   // holds draft layers, else 0.
-  std::uint32_t draft_rewind_ = DraftRewind(options_.cache);
+  std::uint32_t draft_rewind_ = DraftRewindTokens(options_.cache);
 };
 
 }  // namespace hkv::internal

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "groups/kind_traits.h"
 #include "hkv/cache_manager.h"
 #include "hkv/group_list.h"
 #include "hkv/limits.h"
@@ -163,7 +164,7 @@ class Replayer {
 std::uint64_t Replayer::FullAttentionBlocks(std::uint32_t n) const {
   std::uint64_t blocks = 0;
   for (const GroupSpec& spec : setup_.groups) {
-    if (spec.kind == GroupKind::kFullAttention) {
+    if (internal::TraitsOf(spec.kind).reads_whole_prefix) {
       blocks += CeilDiv(n, ScaledBlock(spec, setup_.dcp));
     }
   }

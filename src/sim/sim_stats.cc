@@ -62,28 +62,16 @@ void SummarizeLatencies(SimulationResult& result) {
   result.e2e = Summary(std::move(e2e));
 }
 
+// The blocks one request of `tokens` tokens holds at most, over all groups:
+// the cache's own bound (MaxBlocksPerRequest), as admission counts it.
 std::uint64_t BlocksFor(const CacheConfig& config, std::uint64_t tokens) {
   std::uint64_t blocks = 0;
   for (const GroupSpec& g : config.groups) {
-    const std::uint64_t b = TokensPerBlock(g, config.dcp);
-    const std::uint64_t all = CeilDiv(tokens, b);
-    switch (g.kind) {
-      case GroupKind::kFullAttention:
-        blocks += all;
-        break;
-      case GroupKind::kSlidingWindow:
-        blocks += std::min(all, CeilDiv(g.sliding_window, b) + 1);
-        break;
-      case GroupKind::kChunkedLocal:
-        blocks += std::min(all, CeilDiv(g.chunk_size, b) + 1);
-        break;
-      case GroupKind::kRecurrent:
-        blocks += 1 + g.speculative_blocks;
-        break;
-      case GroupKind::kScratch:
-        blocks += g.scratch_blocks;
-        break;
-    }
+    blocks += MaxBlocksPerRequest(
+        g, {.max_model_len = tokens,
+            .max_in_flight_tokens =
+                config.max_in_flight_tokens.value_or(config.max_model_len),
+            .dcp = config.dcp});
   }
   return blocks;
 }
