@@ -93,6 +93,14 @@ CacheConfig GenConfig() {
       g.checkpoint_blocks = 0;
     }
   }
+  // Half of the caches give each group a pool of its own.
+  if (*rc::gen::arbitrary<bool>()) {
+    config.num_blocks = 1;
+    for (std::size_t g = 0; g < config.groups.size(); ++g) {
+      config.group_pool_blocks.push_back(*rc::gen::inRange(6u, 30u));
+      config.num_blocks += config.group_pool_blocks.back();
+    }
+  }
   // Retention: dense, resend positions only, or one per 1-3 scheduler blocks.
   switch (*rc::gen::inRange(0, 3)) {
     case 1:

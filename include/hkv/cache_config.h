@@ -27,6 +27,13 @@ enum class KvEventMode { kDisabled, kEnabled };
 struct CacheConfig {
   std::vector<GroupSpec> groups = {};
   std::uint32_t num_blocks = 0;  // including the null block (id 0)
+  // Per-group pools. Empty (default): every group draws from one pool of
+  // num_blocks - 1 usable blocks, as the reference does. Else one count per
+  // group: group g draws only from its own pool of group_pool_blocks[g]
+  // blocks, whose ids follow those of the pools before it (group 0's from
+  // 1), so an id says its pool; num_blocks must be 1 + their sum (one null
+  // block for all). Allocations stay all or nothing across pools.
+  std::vector<std::uint32_t> group_pool_blocks = {};
   // Hash unit: must divide every group's block (after DCP scaling).
   KeySchemeOptions keys = {};
   std::uint32_t dcp = 1;  // decode-context-parallel width

@@ -146,6 +146,28 @@ Result<std::uint64_t> SchedulerBlock(const CacheConfig& config) {
   return lcm;
 }
 
+Result<void> ValidatePools(const CacheConfig& config) {
+  const std::vector<std::uint32_t>& pools = config.group_pool_blocks;
+  if (pools.empty()) return {};
+  if (pools.size() != config.groups.size()) {
+    return Invalid("group_pool_blocks has " + Num(pools.size()) +
+                   " counts for " + Num(config.groups.size()) + " groups");
+  }
+  std::uint64_t sum = 0;
+  for (std::size_t g = 0; g < pools.size(); ++g) {
+    if (pools[g] == 0) {
+      return Invalid("group " + Num(g) + ": its pool needs at least 1 block");
+    }
+    sum += pools[g];
+  }
+  if (sum + 1 != config.num_blocks) {
+    return Invalid("num_blocks " + Num(config.num_blocks) +
+                   " is not 1 + the per-group pools' blocks (" + Num(sum) +
+                   ")");
+  }
+  return {};
+}
+
 // Rules that depend on the scheduler block S, the lcm of all blocks.
 Result<void> ValidateAlignment(const CacheConfig& config) {
   const Result<std::uint64_t> lcm = SchedulerBlock(config);
@@ -200,6 +222,7 @@ Result<void> CacheConfig::Validate() const {
     return Invalid("free_order " + Num(static_cast<std::uint64_t>(free_order)) +
                    " is neither kPrependUncached nor kAppendAll");
   }
+  if (Result<void> ok = ValidatePools(*this); !ok) return ok;
   for (std::size_t i = 0; i < groups.size(); ++i) {
     if (Result<void> valid = ValidateGroup(groups[i], i, *this); !valid)
       return valid;

@@ -37,7 +37,7 @@ CacheCore::CacheCore(const CacheConfig& config)
                                                       : Caching::kDisabled,
             config.events == KvEventMode::kEnabled ? Events::kEnabled
                                                    : Events::kDisabled,
-            config.free_order) {
+            config.free_order, config.group_pool_blocks) {
   for (std::size_t i = 0; i < config.groups.size(); ++i) {
     groups_.push_back(TraitsOf(config.groups[i].kind)
                           .make(pool_, geometry_.facts, geometry_.groups[i],
@@ -104,14 +104,24 @@ std::uint64_t CacheCore::BlocksNeeded(const RequestState* state,
                                       const CacheHit* hit,
                                       AllocationDemand demand) const {
   static const GroupTable kEmptyTable;
-  std::uint64_t need = 0;
+  std::fill(need_.begin(), need_.end(), 0);
+  std::uint64_t total = 0;
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     const GroupTable& table = state ? state->tables[g] : kEmptyTable;
     demand.hit = {};
     if (hit != nullptr) demand.hit = hit->blocks[g];
-    need += groups_[g]->NumBlocksToAllocate(table, demand);
+    const std::uint32_t n = groups_[g]->NumBlocksToAllocate(table, demand);
+    need_[groups_[g]->geometry().pool] += n;
+    total += n;
   }
-  return need;
+  return total;
+}
+
+bool CacheCore::NeedFits() const {
+  for (std::uint32_t p = 0; p < need_.size(); ++p) {
+    if (need_[p] > pool_.num_free_blocks(p)) return false;
+  }
+  return true;
 }
 
 bool CacheCore::WholeSequenceFits(const Request& request,
@@ -121,7 +131,8 @@ bool CacheCore::WholeSequenceFits(const Request& request,
   demand.num_main = std::min(request.num_tokens(), config_.max_model_len);
   demand.num_slots = demand.num_main;
   demand.gate = AdmissionGate::kWholeSequence;
-  return BlocksNeeded(state, hit, demand) <= pool_.num_free_blocks();
+  BlocksNeeded(state, hit, demand);
+  return NeedFits();
 }
 
 std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
@@ -161,7 +172,7 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
   }
   const std::uint64_t need =
       BlocksNeeded(running ? &it->second : nullptr, hit, demand);
-  if (need > pool_.num_free_blocks()) return std::nullopt;
+  if (!NeedFits()) return std::nullopt;
   const std::uint32_t free_before = pool_.num_free_blocks();
   if (!running) {
     it = Admit(request, args.hit);
@@ -319,15 +330,25 @@ std::vector<std::uint64_t> CacheCore::CachedBlocksPerGroup() const {
 bool CacheCore::CheckInvariants() const {
   if (!pool_.CheckInvariants()) return false;
   std::vector<std::uint32_t> refs(pool_.num_blocks(), 0);
+  // A group's blocks, held or keyed, lie in its pool.
+  const auto in_pool = [this](BlockId b, GroupId g) {
+    return b == kNullBlock || pool_.PoolOf(b) == geometry(g).pool;
+  };
   for (const auto& [id, state] : requests_) {
-    for (const GroupTable& table : state.tables) {
-      for (BlockId b : table.blocks) ++refs[ToIndex(b)];
+    for (std::size_t g = 0; g < state.tables.size(); ++g) {
+      for (BlockId b : state.tables[g].blocks) {
+        if (!in_pool(b, GroupId{static_cast<std::uint32_t>(g)})) return false;
+        ++refs[ToIndex(b)];
+      }
     }
   }
   for (BlockId b : pending_copies_.retained) ++refs[ToIndex(b)];
   for (BlockId b : pinned_copies_) ++refs[ToIndex(b)];
   for (std::uint32_t i = 1; i < pool_.num_blocks(); ++i) {
     if (refs[i] != pool_.ref_count(BlockId{i})) return false;
+    for (const PrefixKey& key : pool_.KeysOf(BlockId{i})) {
+      if (!in_pool(BlockId{i}, key.group)) return false;
+    }
   }
   return true;
 }

@@ -58,8 +58,9 @@ class CacheCore {
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
 
-  // The pool's invariants, and every block's reference count equal to the
-  // references held by block tables and copy pins. O(num_blocks + tables).
+  // The pool's invariants, every block's reference count equal to the
+  // references held by block tables and copy pins, and every block a group
+  // holds or keyed in its group's pool. O(num_blocks + keys + tables).
   bool CheckInvariants() const;
 
  private:
@@ -109,8 +110,12 @@ class CacheCore {
   // full_sequence_must_fit).
   bool WholeSequenceFits(const Request& request, const RequestState* state,
                          const CacheHit* hit, AllocationDemand demand) const;
+  // Counts the blocks the demand takes from each pool into need_; returns
+  // their sum.
   std::uint64_t BlocksNeeded(const RequestState* state, const CacheHit* hit,
                              AllocationDemand demand) const;
+  // Whether need_ fits every pool's free blocks.
+  bool NeedFits() const;
 
   CacheConfig config_;
   std::uint64_t id_;  // HitOrigin::cache of this cache's hits
@@ -118,6 +123,9 @@ class CacheCore {
   CacheGeometry geometry_;
   BlockPool pool_;
   std::vector<std::unique_ptr<GroupManager>> groups_;  // by group id
+  // Scratch of BlocksNeeded: blocks per pool.
+  mutable std::vector<std::uint64_t> need_ =
+      std::vector<std::uint64_t>(pool_.num_pools(), 0);
   Coordinator coordinator_{groups_, geometry_};
   SplitRules split_rules_ = MakeSplitRules(config_, geometry_);
   absl::flat_hash_map<RequestId, RequestState> requests_;

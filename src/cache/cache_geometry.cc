@@ -124,6 +124,9 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
     geometry.groups.push_back(
         {.id = id,
          .block_size = ScaledBlock(spec, config.dcp),
+         .pool = config.group_pool_blocks.empty()
+                     ? 0
+                     : static_cast<std::uint32_t>(i),
          .rewind = rewind,
          .admission_cap = MaxBlocksPerRequest(
              spec,

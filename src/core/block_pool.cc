@@ -7,17 +7,38 @@
 
 namespace hkv::internal {
 
+namespace {
+
+// The first id of each pool's range: pool 0's range holds the null block.
+std::vector<std::uint32_t> PoolStarts(std::uint32_t num_blocks,
+                                      std::span<const std::uint32_t> blocks) {
+  HKV_REQUIRE(num_blocks >= 1, "a pool needs at least the null block");
+  if (blocks.empty()) return {0};
+  std::vector<std::uint32_t> starts = {0};
+  std::uint64_t end = 1;
+  for (std::uint32_t n : blocks) {
+    HKV_REQUIRE(n >= 1, "each pool holds at least one block");
+    if (end > 1) starts.push_back(static_cast<std::uint32_t>(end));
+    end += n;
+    HKV_REQUIRE(end <= num_blocks, "the pools' blocks exceed num_blocks - 1");
+  }
+  HKV_REQUIRE(end == num_blocks, "the pools' blocks sum to num_blocks - 1");
+  return starts;
+}
+
+}  // namespace
+
 BlockPool::BlockPool(std::uint32_t num_blocks, Caching caching, Events events,
-                     FreeOrder free_order)
+                     FreeOrder free_order,
+                     std::span<const std::uint32_t> pool_blocks)
     : caching_(caching),
       free_order_(free_order),
       blocks_(num_blocks),
-      free_queue_(num_blocks),
+      free_queue_(num_blocks, PoolStarts(num_blocks, pool_blocks)),
       index_(num_blocks),
       events_(events),
       evicted_(num_blocks) {
-  HKV_REQUIRE(num_blocks >= 1, "a pool needs at least the null block");
-  const BlockId null_block = free_queue_.PopFront();
+  const BlockId null_block = free_queue_.PopFront(0);
   HKV_DCHECK(null_block == kNullBlock);
 }
 
@@ -27,9 +48,9 @@ double BlockPool::usage() const {
   return 1.0 - static_cast<double>(num_free_blocks()) / usable;
 }
 
-BlockId BlockPool::AllocateOne() {
-  HKV_DCHECK(!free_queue_.empty());
-  const BlockId id = free_queue_.PopFront();
+BlockId BlockPool::AllocateOne(std::uint32_t pool) {
+  HKV_DCHECK(free_queue_.size(pool) > 0);
+  const BlockId id = free_queue_.PopFront(pool);
   if (HasPrimary(ToIndex(id))) {
     DropKeys(id, [this](const PrefixKey& key) {
       evicted_.Remember(key);
@@ -42,9 +63,10 @@ BlockId BlockPool::AllocateOne() {
   return id;
 }
 
-void BlockPool::Allocate(std::uint32_t n, std::vector<BlockId>& out) {
-  HKV_DCHECK(n <= num_free_blocks());
-  for (std::uint32_t i = 0; i < n; ++i) out.push_back(AllocateOne());
+void BlockPool::Allocate(std::uint32_t n, std::vector<BlockId>& out,
+                         std::uint32_t pool) {
+  HKV_DCHECK(n <= num_free_blocks(pool));
+  for (std::uint32_t i = 0; i < n; ++i) out.push_back(AllocateOne(pool));
 }
 
 void BlockPool::Touch(BlockId id) {

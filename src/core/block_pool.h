@@ -1,5 +1,10 @@
 // The block pool: metadata of every KV-cache block (reference counts, prefix
-// keys), the free queue and the prefix index, shared by all cache groups.
+// keys), the free queues and the prefix index, shared by all cache groups.
+//
+// Its blocks form one pool (the reference's layout) or several: pool p owns
+// a range of ids with a free queue of its own, and allocations name the pool
+// they draw from (per-group pools: each group's blocks stay in its pool).
+// The null block (id 0) belongs to pool 0's range but is never free.
 //
 // Freed blocks that carry a key stay findable until the allocator reuses
 // them; eviction order is the free queue's order (spec §1.3): a Free call
@@ -43,17 +48,27 @@ struct PoolStats {
 
 class BlockPool {
  public:
-  // REQUIRES: num_blocks >= 1 (block 0 becomes the null block).
+  // `pool_blocks`: empty, one pool of every block; else the usable blocks
+  // of each pool, whose ids follow each other from 1. REQUIRES (else
+  // UsageError): num_blocks >= 1 (block 0 becomes the null block); each
+  // pool at least one block, num_blocks 1 + their sum.
   BlockPool(std::uint32_t num_blocks, Caching caching,
             Events events = Events::kDisabled,
-            FreeOrder free_order = FreeOrder::kPrependUncached);
+            FreeOrder free_order = FreeOrder::kPrependUncached,
+            std::span<const std::uint32_t> pool_blocks = {});
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
   std::uint32_t num_blocks() const {
     return static_cast<std::uint32_t>(blocks_.size());
   }
+  std::uint32_t num_pools() const { return free_queue_.num_lists(); }
+  // The pool whose range holds `id`.
+  std::uint32_t PoolOf(BlockId id) const { return free_queue_.ListOf(id); }
   std::uint32_t num_free_blocks() const { return free_queue_.size(); }
+  std::uint32_t num_free_blocks(std::uint32_t pool) const {
+    return free_queue_.size(pool);
+  }
   bool caching_enabled() const { return caching_ == Caching::kEnabled; }
   // Fraction of usable blocks in use: 1 - free / (num_blocks - 1); 0 when
   // only the null block exists.
@@ -86,17 +101,19 @@ class BlockPool {
     }
   }
 
-  // Pops `n` blocks from the front of the free queue into `out`, evicting
-  // their keys; each gets ref count 1. REQUIRES: n <= num_free_blocks().
-  void Allocate(std::uint32_t n, std::vector<BlockId>& out);
-  BlockId AllocateOne();
+  // Pops `n` blocks from the front of `pool`'s free queue into `out`,
+  // evicting their keys; each gets ref count 1. REQUIRES: n <=
+  // num_free_blocks(pool).
+  void Allocate(std::uint32_t n, std::vector<BlockId>& out,
+                std::uint32_t pool = 0);
+  BlockId AllocateOne(std::uint32_t pool = 0);
 
-  // Takes one reference; a block at ref 0 leaves the free queue. Touching
+  // Takes one reference; a block at ref 0 leaves its free queue. Touching
   // the null block does nothing.
   void Touch(BlockId id);
 
-  // Drops one reference from each block, in order (spec §1.3; the pool's
-  // FreeOrder says where blocks without a key go).
+  // Drops one reference from each block, in order, onto its pool's free
+  // queue (spec §1.3; the FreeOrder says where blocks without a key go).
   // REQUIRES: every non-null block has ref count > 0.
   void Free(std::span<const BlockId> ordered);
 

@@ -1,26 +1,51 @@
 #include "core/free_block_queue.h"
 
+#include <algorithm>
+
 #include "check.h"
 
 namespace hkv::internal {
 
-FreeBlockQueue::FreeBlockQueue(std::uint32_t num_blocks)
-    : links_(std::size_t{num_blocks} + 1), sentinel_(num_blocks) {
-  links_[sentinel_] = {.prev = sentinel_, .next = sentinel_};
-  for (std::uint32_t i = 0; i < num_blocks; ++i) InsertBefore(sentinel_, i);
+FreeBlockQueue::FreeBlockQueue(std::uint32_t num_blocks,
+                               std::span<const std::uint32_t> starts)
+    : num_ids_(num_blocks),
+      links_(std::size_t{num_blocks} + starts.size()),
+      starts_(starts.begin(), starts.end()),
+      sizes_(starts.size(), 0) {
+  HKV_REQUIRE(!starts.empty() && starts[0] == 0,
+              "the free lists start at block 0");
+  for (std::size_t l = 1; l < starts.size(); ++l) {
+    HKV_REQUIRE(starts[l - 1] < starts[l] && starts[l] < num_blocks,
+                "each free list holds at least one block");
+  }
+  for (std::uint32_t l = 0; l < num_lists(); ++l) {
+    links_[Sentinel(l)] = {.prev = Sentinel(l), .next = Sentinel(l)};
+  }
+  for (std::uint32_t i = 0; i < num_blocks; ++i) {
+    InsertBefore(Sentinel(ListOf(BlockId{i})), i, ListOf(BlockId{i}));
+  }
 }
 
-void FreeBlockQueue::InsertBefore(std::uint32_t at, std::uint32_t index) {
+std::uint32_t FreeBlockQueue::ListOf(BlockId id) const {
+  if (starts_.size() == 1) return 0;
+  const auto after =
+      std::upper_bound(starts_.begin(), starts_.end(), ToIndex(id));
+  return static_cast<std::uint32_t>(after - starts_.begin() - 1);
+}
+
+void FreeBlockQueue::InsertBefore(std::uint32_t at, std::uint32_t index,
+                                  std::uint32_t list) {
   const std::uint32_t prev = links_[at].prev;
   links_[index] = {.prev = prev, .next = at};
   links_[prev].next = index;
   links_[at].prev = index;
-  ++size_;
+  ++sizes_[list];
+  ++total_;
 }
 
-BlockId FreeBlockQueue::PopFront() {
-  HKV_DCHECK(size_ > 0);
-  const BlockId id = front();
+BlockId FreeBlockQueue::PopFront(std::uint32_t list) {
+  HKV_DCHECK(sizes_[list] > 0);
+  const BlockId id = front(list);
   Remove(id);
   return id;
 }
@@ -31,41 +56,53 @@ void FreeBlockQueue::Remove(BlockId id) {
   links_[links_[i].prev].next = links_[i].next;
   links_[links_[i].next].prev = links_[i].prev;
   links_[i] = Link{};
-  --size_;
+  --sizes_[ListOf(id)];
+  --total_;
 }
 
 void FreeBlockQueue::PushBack(BlockId id) {
   HKV_DCHECK(!Contains(id));
-  InsertBefore(sentinel_, ToIndex(id));
+  const std::uint32_t list = ListOf(id);
+  InsertBefore(Sentinel(list), ToIndex(id), list);
 }
 
 void FreeBlockQueue::PushFront(BlockId id) {
   HKV_DCHECK(!Contains(id));
-  InsertBefore(links_[sentinel_].next, ToIndex(id));
+  const std::uint32_t list = ListOf(id);
+  InsertBefore(links_[Sentinel(list)].next, ToIndex(id), list);
 }
 
 std::vector<BlockId> FreeBlockQueue::Snapshot() const {
   std::vector<BlockId> out;
-  out.reserve(size_);
-  for (std::uint32_t i = links_[sentinel_].next; i != sentinel_;
-       i = links_[i].next) {
-    out.push_back(BlockId{i});
+  out.reserve(total_);
+  for (std::uint32_t l = 0; l < num_lists(); ++l) {
+    for (std::uint32_t i = links_[Sentinel(l)].next; i != Sentinel(l);
+         i = links_[i].next) {
+      out.push_back(BlockId{i});
+    }
   }
   return out;
 }
 
 bool FreeBlockQueue::CheckInvariants() const {
-  std::uint32_t count = 0;
-  for (std::uint32_t i = links_[sentinel_].next; i != sentinel_;
-       i = links_[i].next) {
-    if (i >= sentinel_ || links_[links_[i].next].prev != i || ++count > size_) {
-      return false;
+  std::uint32_t total = 0;
+  for (std::uint32_t l = 0; l < num_lists(); ++l) {
+    std::uint32_t count = 0;
+    for (std::uint32_t i = links_[Sentinel(l)].next; i != Sentinel(l);
+         i = links_[i].next) {
+      if (i >= num_ids_ || links_[links_[i].next].prev != i ||
+          ListOf(BlockId{i}) != l || ++count > sizes_[l]) {
+        return false;
+      }
     }
+    if (count != sizes_[l]) return false;
+    total += count;
   }
   std::uint32_t queued = 0;
-  for (std::uint32_t i = 0; i < sentinel_; ++i)
+  for (std::uint32_t i = 0; i < num_ids_; ++i) {
     queued += links_[i].next != kNotQueued;
-  return count == size_ && queued == size_;
+  }
+  return total == total_ && queued == total_;
 }
 
 }  // namespace hkv::internal

@@ -1,11 +1,13 @@
-// The free-block queue: an intrusive doubly linked list over block ids with
-// one sentinel, oldest (next to allocate) at the front. O(1) push, pop and
-// removal from the middle; never allocates after construction.
+// The free-block queues: intrusive doubly linked lists over block ids, one
+// per pool, sharing one array of links (a sentinel per list), oldest (next
+// to allocate) at the front. O(1) push, pop and removal from the middle;
+// never allocates after construction.
 //
 // Thread-compatible.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "hkv/types.h"
@@ -14,43 +16,62 @@ namespace hkv::internal {
 
 class FreeBlockQueue {
  public:
-  // Holds ids 0 .. num_blocks-1, in id order.
-  explicit FreeBlockQueue(std::uint32_t num_blocks);
+  // Ids 0 .. num_blocks-1 in id order, ids [starts[l], starts[l + 1]) in
+  // list l (the last up to num_blocks). REQUIRES: starts begins with 0 and
+  // ascends strictly below num_blocks (else UsageError).
+  FreeBlockQueue(std::uint32_t num_blocks,
+                 std::span<const std::uint32_t> starts);
 
-  std::uint32_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
+  std::uint32_t num_lists() const {
+    return static_cast<std::uint32_t>(sizes_.size());
+  }
+  // The list that holds `id` when it is free.
+  std::uint32_t ListOf(BlockId id) const;
+  // Ids on all lists.
+  std::uint32_t size() const { return total_; }
+  std::uint32_t size(std::uint32_t list) const { return sizes_[list]; }
   bool Contains(BlockId id) const {
     return links_[ToIndex(id)].next != kNotQueued;
   }
-  BlockId front() const { return BlockId{links_[sentinel_].next}; }
+  BlockId front(std::uint32_t list) const {
+    return BlockId{links_[Sentinel(list)].next};
+  }
 
-  // REQUIRES: !empty().
-  BlockId PopFront();
+  // REQUIRES: size(list) > 0.
+  BlockId PopFront(std::uint32_t list);
   // REQUIRES: Contains(id).
   void Remove(BlockId id);
-  // REQUIRES: !Contains(id).
+  // Onto ListOf(id). REQUIRES: !Contains(id).
   void PushBack(BlockId id);
   void PushFront(BlockId id);
 
-  // The queue from front to back. O(size); for tests and diagnostics.
+  // The lists from front to back, one after the other. O(size); for tests
+  // and diagnostics.
   std::vector<BlockId> Snapshot() const;
-  // Returns false when links are inconsistent with size. O(size).
+  // Returns false when links are inconsistent with the sizes or an id sits
+  // on another list than its own. O(num_blocks).
   bool CheckInvariants() const;
-  // Bytes of the links (capacity times element size).
-  std::size_t MemoryBytes() const { return links_.capacity() * sizeof(Link); }
+  // Bytes of the links and list bounds (capacities times element sizes).
+  std::size_t MemoryBytes() const {
+    return links_.capacity() * sizeof(Link) +
+           (starts_.capacity() + sizes_.capacity()) * sizeof(std::uint32_t);
+  }
 
  private:
   static constexpr std::uint32_t kNotQueued = 0xffffffffu;
   struct Link {
     std::uint32_t prev = kNotQueued;
-    std::uint32_t next = kNotQueued;  // kNotQueued <=> not in the queue
+    std::uint32_t next = kNotQueued;  // kNotQueued <=> not in a list
   };
 
-  void InsertBefore(std::uint32_t at, std::uint32_t index);
+  std::uint32_t Sentinel(std::uint32_t list) const { return num_ids_ + list; }
+  void InsertBefore(std::uint32_t at, std::uint32_t index, std::uint32_t list);
 
-  std::vector<Link> links_;  // one per block, then the sentinel
-  std::uint32_t sentinel_;
-  std::uint32_t size_ = 0;
+  std::uint32_t num_ids_;
+  std::vector<Link> links_;  // one per block, then one sentinel per list
+  std::vector<std::uint32_t> starts_;  // first id of each list
+  std::vector<std::uint32_t> sizes_;   // per list
+  std::uint32_t total_ = 0;
 };
 
 }  // namespace hkv::internal

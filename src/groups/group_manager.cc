@@ -96,7 +96,7 @@ void GroupManager::AllocateNew(GroupTable& table,
   if (table.partial_hit) {
     const auto [index, source] = *table.partial_hit;
     table.partial_hit.reset();
-    const BlockId destination = pool_.AllocateOne();
+    const BlockId destination = pool_.AllocateOne(geometry_.pool);
     pool_.Touch(destination);  // pinned with the source until the copy ran
     table.blocks[index] = destination;
     log.copies.push_back(
@@ -109,7 +109,7 @@ void GroupManager::AllocateNew(GroupTable& table,
   const auto held = static_cast<std::uint32_t>(table.blocks.size());
   if (required <= held) return;
   const std::size_t first_new = table.blocks.size();
-  pool_.Allocate(required - held, table.blocks);
+  pool_.Allocate(required - held, table.blocks, geometry_.pool);
   placed.insert(placed.end(),
                 table.blocks.begin() + static_cast<std::ptrdiff_t>(first_new),
                 table.blocks.end());

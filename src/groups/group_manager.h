@@ -42,6 +42,7 @@ struct CacheFacts {
 struct GroupGeometry {
   GroupId id{0};
   std::uint32_t block_size = 16;  // tokens one block covers (DCP-scaled)
+  std::uint32_t pool = 0;         // the BlockPool pool its blocks come from
   // Whether the group's layers feed a draft model (its lookups rewind).
   DraftRewind rewind = DraftRewind::kNone;
   // Blocks one request holds at most (MaxBlocksPerRequest): a

@@ -210,7 +210,7 @@ void RecurrentStateManager::AllocateNew(GroupTable& table,
   const std::uint32_t num_new =
       (required > size ? required - size : 0) + (table.partial_hit ? 1 : 0);
   std::vector<BlockId> fresh;
-  pool_.Allocate(num_new, fresh);
+  pool_.Allocate(num_new, fresh, geometry_.pool);
   auto next = fresh.begin();
   if (table.partial_hit) CopyPartialHit(table, *next++, placed, log);
   for (; next != fresh.end(); ++next) {

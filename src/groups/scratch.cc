@@ -20,7 +20,7 @@ void ScratchManager::AllocateNew(GroupTable& table,
                                  CopyLog& /*log*/) {
   const std::uint32_t n = NumBlocksToAllocate(table, demand);
   const std::size_t first = table.blocks.size();
-  pool_.Allocate(n, table.blocks);
+  pool_.Allocate(n, table.blocks, geometry_.pool);
   placed.insert(placed.end(),
                 table.blocks.begin() + static_cast<std::ptrdiff_t>(first),
                 table.blocks.end());
