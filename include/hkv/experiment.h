@@ -35,6 +35,8 @@
 
 namespace hkv {
 
+// What an experiment runs. hkv/sim_options.h names each field a user sets
+// (the CLI's flags, the Python keywords), with its help and range.
 struct ExperimentOptions {
   // Workload: KIND[:ARGS] (mooncake:FILE, azure:FILE[,...], fanout, agent,
   // repeat, and the named scenarios of hkv/scenarios.h); empty: the bundled
@@ -78,8 +80,8 @@ struct ExperimentOptions {
   // Output (read by the callers).
   bool json = false;
   bool csv = false;
-  // The fields set explicitly (field names, e.g. "spec_drafts"): a preset
-  // does not override them.
+  // The options set explicitly (their names in hkv/sim_options.h, e.g.
+  // "spec_drafts"): a preset does not override them.
   std::set<std::string> given = {};
   // The folder of the bundled data (traces/), for the default workload.
   std::string data_dir = {};
@@ -144,9 +146,7 @@ void DefaultToMeasured(ExperimentOptions& options, bool uses_groups);
     const std::string& spec, const ExperimentOptions& options);
 
 // Sets the option of flag `name` (without "--") to `value`, for
-// `hkv compare --vary`: concurrency, max-batched-tokens, max-num-seqs,
-// long-prefill-threshold, spec-drafts, spec-acceptance, spec-lookahead,
-// retention-interval, num-blocks, hash-unit, dcp, tp, budget-gib, geometry.
+// `hkv compare --vary`: the options hkv/sim_options.h marks `varied`.
 // kInvalidArgument for another name or a value the flag would refuse.
 [[nodiscard]] Result<void> SetSimOption(ExperimentOptions& options,
                                         std::string_view name,
@@ -156,8 +156,8 @@ void DefaultToMeasured(ExperimentOptions& options, bool uses_groups);
 // Python keyword (num_blocks).
 enum class OptionNames { kFlag, kPython };
 
-// kInvalidArgument naming the first numeric option out of its range (the
-// ranges of the CLI's flags), or json with csv. RunSimulation and
+// kInvalidArgument naming the first numeric option out of its range
+// (hkv/sim_options.h), or json with csv. RunSimulation and
 // RunComparison check their options with it (naming flags) first.
 [[nodiscard]] Result<void> CheckSimOptions(const ExperimentOptions& options,
                                            OptionNames names);

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "hkv/real_range.h"
 #include "hkv/result.h"
 
 namespace hkv::internal {
@@ -25,13 +26,8 @@ namespace hkv::internal {
                                                std::uint64_t min,
                                                std::uint64_t max);
 
-// A finite number in [min, max] (or (min, max] when `min_excluded`).
-// kInvalidArgument naming the text and the range for anything else.
-struct RealRange {
-  double min = 0.0;
-  double max = 0.0;
-  bool min_excluded = false;
-};
+// A finite number in `range`. kInvalidArgument naming the text and the
+// range for anything else.
 [[nodiscard]] Result<double> ParseReal(std::string_view text,
                                        const RealRange& range);
 

@@ -14,6 +14,7 @@
 #include "compare_print.h"
 #include "hkv/comparison.h"
 #include "hkv/deployment.h"
+#include "hkv/sim_options.h"
 #include "sim_report.h"
 #include "sim_setup.h"
 
@@ -73,6 +74,16 @@ int Print(const char* command, const SimCommandOptions& o,
     PrintText(reports);
   }
   return 0;
+}
+
+// The flags --vary takes, without "--": "hash-unit, num-blocks, ...".
+std::string VariedFlags() {
+  std::string names;
+  for (const SimOption& option : SimOptions()) {
+    if (!option.varied) continue;
+    names += (names.empty() ? "" : ", ") + option.Flag().substr(2);
+  }
+  return names;
 }
 
 template <typename Options>
@@ -142,12 +153,9 @@ void RegisterCompare(CLI::App& app) {
                   "geometry, after the --config ones (with --vary: the "
                   "geometry of the varied configuration)");
   sub->add_option("--vary", options->vary,
-                  "NAME=V1,V2,...: one column per value of one flag "
-                  "(concurrency, max-batched-tokens, max-num-seqs, "
-                  "long-prefill-threshold, spec-drafts, spec-acceptance, "
-                  "spec-lookahead, retention-interval, num-blocks, hash-unit, "
-                  "dcp, tp, budget-gib, geometry) on the one --config or the "
-                  "flags' cache");
+                  "NAME=V1,V2,...: one column per value of one flag (" +
+                      VariedFlags() +
+                      ") on the one --config or the flags' cache");
   sub->add_option("--objective", options->objective,
                   "What the recommendation optimises, among the "
                   "configurations within 5 % of the best capacity: ttft-p50, "
