@@ -4,7 +4,6 @@
 // passes data_dir, the folder of the bundled data (the default workload's
 // trace), which it finds beside the package, so an installed module does
 // not depend on the source tree.
-#include <optional>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -14,7 +13,7 @@
 #include "hkv/comparison.h"
 #include "hkv/experiment.h"
 #include "hkv/sim_options.h"
-#include "sim_report.h"
+#include "hkv/sim_report.h"
 
 namespace hkv::python {
 namespace {
@@ -44,24 +43,10 @@ ExperimentOptions OptionsFrom(const py::dict& given) {
 }
 
 // The runs as the commands' JSON: one report per configuration.
-std::string ReportsJson(const Result<SimRuns>& runs, bool open_loop) {
+std::string ReportsJson(const Result<SimRuns>& runs,
+                        const ExperimentOptions& options) {
   if (!runs) throw ResultError(runs.error());
-  nlohmann::json out = nlohmann::json::array();
-  for (const SimRun& run : runs->runs) {
-    out.push_back(cli::ReportJson(
-        {.label = run.config.label,
-         .result = &run.result,
-         .cost_model = runs->cost_model,
-         .wall_s = run.wall_s,
-         .groups = run.config.groups,
-         .capacity = run.config.capacity,
-         .max_model_len = run.config.max_model_len,
-         .figures = &run.figures,
-         .load = open_loop
-                     ? std::optional<Load>(LoadOf(runs->workload, run.result))
-                     : std::nullopt}));
-  }
-  return out.dump();
+  return SimReportsJson(ReportsOf(*runs, options));
 }
 
 }  // namespace
@@ -72,7 +57,7 @@ void BindSimulator(py::module_& m) {
       [](const py::dict& options) {
         const ExperimentOptions o = OptionsFrom(options);
         py::gil_scoped_release release;
-        return ReportsJson(RunSimulation(o, {}), o.open_loop);
+        return ReportsJson(RunSimulation(o, {}), o);
       },
       py::arg("options"),
       "Runs `hkv simulate` with the options (ExperimentOptions field names) "
@@ -86,7 +71,7 @@ void BindSimulator(py::module_& m) {
                          .vary = std::move(vary),
                          .geometries = std::move(geometries)};
         py::gil_scoped_release release;
-        return ReportsJson(RunComparison(o, {}), o.sim.open_loop);
+        return ReportsJson(RunComparison(o, {}), o.sim);
       },
       py::arg("options"), py::arg("configs"), py::arg("geometries"),
       py::arg("vary"),

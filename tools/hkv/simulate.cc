@@ -15,7 +15,8 @@
 #include "hkv/comparison.h"
 #include "hkv/deployment.h"
 #include "hkv/sim_options.h"
-#include "sim_report.h"
+#include "hkv/sim_report.h"
+#include "sim_print.h"
 #include "sim_setup.h"
 
 namespace hkv::cli {
@@ -34,25 +35,6 @@ SimProgress StderrProgress() {
   };
 }
 
-// One report per run, pointing into `runs`.
-std::vector<SimReport> Reports(const SimRuns& runs, bool open_loop) {
-  std::vector<SimReport> reports;
-  for (const SimRun& run : runs.runs) {
-    reports.push_back({.label = run.config.label,
-                       .result = &run.result,
-                       .cost_model = runs.cost_model,
-                       .wall_s = run.wall_s,
-                       .groups = run.config.groups,
-                       .capacity = run.config.capacity,
-                       .max_model_len = run.config.max_model_len,
-                       .figures = &run.figures,
-                       .load = open_loop ? std::optional<Load>(LoadOf(
-                                               runs.workload, run.result))
-                                         : std::nullopt});
-  }
-  return reports;
-}
-
 // Prints the runs as the options ask; 1 with the error on stderr.
 int Print(const char* command, const SimCommandOptions& o,
           const Result<SimRuns>& runs) {
@@ -60,14 +42,13 @@ int Print(const char* command, const SimCommandOptions& o,
     fmt::print(stderr, "hkv {}: {}\n", command, runs.error().message);
     return 1;
   }
-  const std::vector<SimReport> reports = Reports(*runs, o.open_loop);
+  const std::vector<SimReport> reports = ReportsOf(*runs, o);
   if (o.open_loop) {
     for (const SimReport& r : reports) PrintLoad(r);
   }
   if (o.json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const SimReport& r : reports) out.push_back(ReportJson(r));
-    fmt::print("{}\n", (reports.size() == 1 ? out[0] : out).dump(2));
+    fmt::print("{}\n", reports.size() == 1 ? SimReportJson(reports[0])
+                                           : SimReportsJson(reports));
   } else if (o.csv) {
     PrintCsv(reports);
   } else {
