@@ -114,7 +114,9 @@ struct SimConfig {
 };
 
 // The workload named by the options, cut by limit (0: all), time_scale and
-// duration_s. kInvalidArgument / kIoError naming the workload otherwise.
+// duration_s. Errors name the workload: kInvalidArgument for the options
+// (an unknown kind, an argument out of range), kIoError for a trace that
+// cannot be read, kCorruption for one holding a malformed line.
 [[nodiscard]] Result<std::vector<SimRequest>> LoadWorkload(
     const ExperimentOptions& options);
 
@@ -167,7 +169,10 @@ enum class OptionNames { kFlag, kPython };
 [[nodiscard]] Result<void> CheckDcp(const std::vector<GroupSpec>& groups,
                                     std::uint32_t dcp);
 
-// Everything but the cache, from the options.
+// Everything but the cache, from the options. kNotFound for an unknown
+// cost model, kInvalidArgument for a --cost override it refuses, kIoError
+// and kCorruption for a cost file that cannot be read or holds bad
+// coefficients.
 [[nodiscard]] Result<SimulationOptions> EngineFromFlags(
     const ExperimentOptions& options);
 

@@ -47,7 +47,7 @@ inline tl::unexpected<Error> Named(const std::string& what, Error error) {
 
 // The contents of file `path`, at most `max_bytes` of them. kIoError naming
 // the path and the reason (missing, a directory, unreadable), or
-// kInvalidArgument for a longer file (read no further than the limit).
+// kCorruption for a longer file (read no further than the limit).
 [[nodiscard]] Result<std::string> ReadSmallFile(const std::string& path,
                                                 std::uint64_t max_bytes);
 

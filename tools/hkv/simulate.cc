@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "compare_print.h"
+#include "exit_status.h"
 #include "hkv/comparison.h"
 #include "hkv/deployment.h"
 #include "hkv/sim_options.h"
@@ -35,13 +36,11 @@ SimProgress StderrProgress() {
   };
 }
 
-// Prints the runs as the options ask; 1 with the error on stderr.
+// Prints the runs as the options ask, or the error on stderr (and returns
+// its status).
 int Print(const char* command, const SimCommandOptions& o,
           const Result<SimRuns>& runs) {
-  if (!runs) {
-    fmt::print(stderr, "hkv {}: {}\n", command, runs.error().message);
-    return 1;
-  }
+  if (!runs) return Failure(command, runs.error());
   const std::vector<SimReport> reports = ReportsOf(*runs, o);
   if (o.open_loop) {
     for (const SimReport& r : reports) PrintLoad(r);
@@ -141,18 +140,25 @@ void RegisterCompare(CLI::App& app) {
                   "What the recommendation optimises, among the "
                   "configurations within 5 % of the best capacity: ttft-p50, "
                   "ttft-p99, reuse, capacity, decode")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->excludes("--config")
+      ->excludes("--vary");
+  // Flags a mode would ignore are excluded from it (a usage error).
   sub->add_flag("--search", options->search,
                 "Rank geometries (target 256..4096, recurrent pages and hash "
                 "unit 256 or the target) x retention (dense, interval 0) on "
-                "the trace, for the deployment and budget of the flags");
+                "the trace, for the deployment and budget of the flags")
+      ->excludes("--config")
+      ->excludes("--vary")
+      ->excludes("--geometry");
   sub->add_option("--sweep", options->sweep,
                   "budget-gib=V1,V2,...: the hit ratio of each geometry on "
                   "the trace at each KV budget per rank (JSON for "
                   "python3 -m hkv.plot)")
       ->excludes("--search")
       ->excludes("--config")
-      ->excludes("--vary");
+      ->excludes("--vary")
+      ->excludes("--csv");
   OnRun(sub, options, &RunCompare);
 }
 
@@ -164,10 +170,7 @@ int RunSweep(const CompareCommandOptions& options,
   Result<std::vector<BudgetSweepPoint>> points =
       !budgets ? tl::unexpected(budgets.error())
                : RunBudgetSweep(ab, *budgets, StderrProgress());
-  if (!points) {
-    fmt::print(stderr, "hkv compare: {}\n", points.error().message);
-    return 1;
-  }
+  if (!points) return Failure("compare", points.error());
   if (options.sim.json) {
     fmt::print("{}\n", BudgetSweepJson(*points));
   } else {
@@ -189,10 +192,7 @@ int RunCompare(const CompareCommandOptions& options) {
                          : options.search
                              ? RunGeometrySearch(*ab, StderrProgress())
                              : RunGeometryComparison(*ab, StderrProgress());
-  if (!c) {
-    fmt::print(stderr, "hkv compare: {}\n", c.error().message);
-    return 1;
-  }
+  if (!c) return Failure("compare", c.error());
   if (options.sim.json) {
     fmt::print("{}\n", ComparisonJson(*c));
   } else if (options.sim.csv) {
