@@ -52,7 +52,7 @@ std::string WorkloadHelp() {
          "up to " + NumberText(kMaxInputSeconds) + " s";
 }
 
-std::vector<SimOption> WorkloadAndCacheOptions() {
+std::vector<SimOption> WorkloadOptions() {
   return {
       {.name = "workload", .field = &O::workload, .help = WorkloadHelp()},
       {.name = "limit",
@@ -69,6 +69,12 @@ std::vector<SimOption> WorkloadAndCacheOptions() {
        .help = "Keep requests arriving in the first S seconds (scaled)",
        .real = kSeconds,
        .flag = "duration"},
+  };
+}
+
+// A cache by its groups and pool.
+std::vector<SimOption> PoolOptions() {
+  return {
       {.name = "groups",
        .field = &O::groups,
        .help = "Cache groups (group-list syntax, as `hkv replay`); without "
@@ -104,6 +110,12 @@ std::vector<SimOption> WorkloadAndCacheOptions() {
        .help = "Sparse retention R (default: keep all states)",
        .max = kU32,
        .varied = true},
+  };
+}
+
+// How the cache frees and keys; a deployment resolved by the planner.
+std::vector<SimOption> DeploymentOptions() {
+  return {
       {.name = "free_order",
        .field = &O::free_order,
        .help = "Where freed blocks without a key go: prepend-uncached (the "
@@ -114,11 +126,6 @@ std::vector<SimOption> WorkloadAndCacheOptions() {
        .help = "Prefix key digest",
        .check = &CheckKeyFunction,
        .value_name = "{sha256_cbor,xxh3_128_cbor}"},
-  };
-}
-
-std::vector<SimOption> DeploymentAndEngineOptions() {
-  return {
       {.name = "preset",
        .field = &O::preset,
        .help = "Deployment preset (data/deployments/): its model, TP, DCP, "
@@ -143,6 +150,11 @@ std::vector<SimOption> DeploymentAndEngineOptions() {
        .field = &O::geometry,
        .help = "Page geometry target/recurrent/unit",
        .varied = true},
+  };
+}
+
+std::vector<SimOption> EngineOptions() {
+  return {
       {.name = "max_batched_tokens",
        .field = &O::max_batched_tokens,
        .help = "Token budget per step",
@@ -172,11 +184,7 @@ std::vector<SimOption> DeploymentAndEngineOptions() {
   };
 }
 
-std::vector<SimOption> DraftAndCostOptions() {
-  std::string keys;
-  for (std::string_view key : kCostCoefficients) {
-    keys += (keys.empty() ? "" : ", ") + std::string(key);
-  }
+std::vector<SimOption> DraftOptions() {
   return {
       {.name = "spec_drafts",
        .field = &O::spec_drafts,
@@ -198,6 +206,16 @@ std::vector<SimOption> DraftAndCostOptions() {
        .field = &O::seed,
        .help = "Seed of the draft acceptances",
        .max = kU64},
+  };
+}
+
+// The cost model, and where the bundled data is.
+std::vector<SimOption> CostOptions() {
+  std::string keys;
+  for (std::string_view key : kCostCoefficients) {
+    keys += (keys.empty() ? "" : ", ") + std::string(key);
+  }
+  return {
       {.name = "cost_model",
        .field = &O::cost_model,
        .help = "Cost model preset (modelled step times)"},
@@ -218,9 +236,10 @@ std::vector<SimOption> DraftAndCostOptions() {
 }
 
 std::vector<SimOption> MakeTable() {
-  std::vector<SimOption> table = WorkloadAndCacheOptions();
+  std::vector<SimOption> table;
   for (std::vector<SimOption> part :
-       {DeploymentAndEngineOptions(), DraftAndCostOptions()}) {
+       {WorkloadOptions(), PoolOptions(), DeploymentOptions(), EngineOptions(),
+        DraftOptions(), CostOptions()}) {
     table.insert(table.end(), part.begin(), part.end());
   }
   return table;
