@@ -1,6 +1,6 @@
 """Builds the Python package hkv for `pip install --no-build-isolation .`:
 setuptools packages python/hkv/*.py; CMake builds the compiled module
-hkv._hkv (target hkv_py, with the CLI's simulator front end) in setuptools'
+hkv._hkv (target hkv_py, which links only the library) in setuptools'
 build/temp.*/ folder and installs it with the bundled traces (component
 python) into the package. CMAKE_ARGS adds CMake arguments, e.g.
 CMAKE_ARGS=-DHKV_WERROR=ON."""
@@ -25,7 +25,7 @@ def version():
 
 
 def configure_command(build):
-    """The library, CLI front end and module only, with the release preset's
+    """The library and the module only, with the release preset's
     flags: ccache then reuses a release build's objects (given the preset's
     one other setting, CMAKE_ARGS=-DHKV_WERROR=ON); the installed module is
     stripped of the debug info. Each setting is passed every time, so that
@@ -34,7 +34,7 @@ def configure_command(build):
                f"-DPython_EXECUTABLE={sys.executable}",
                "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
                "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g -DNDEBUG",
-               "-DHKV_BUILD_CLI=ON", "-DHKV_BUILD_PYTHON=ON",
+               "-DHKV_BUILD_CLI=OFF", "-DHKV_BUILD_PYTHON=ON",
                "-DHKV_BUILD_TESTS=OFF", "-DHKV_BUILD_BENCH=OFF",
                "-DHKV_BUILD_FUZZ=OFF", "-DHKV_WERROR=OFF"]
     if shutil.which("ccache"):

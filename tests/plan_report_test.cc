@@ -31,6 +31,7 @@ TEST(PlanReportTest, LoadsAPresetOrAFileAndNamesWhatFailed) {
   std::ofstream(bad) << "{\"name\": 1}";
   Result<ModelSpec> unreadable = LoadModel(bad);
   ASSERT_FALSE(unreadable);
+  EXPECT_EQ(unreadable.error().code, ErrorCode::kCorruption);
   EXPECT_THAT(unreadable.error().message, HasSubstr(bad + ": "));
   EXPECT_EQ(LoadModel("no-such-preset").error().code, ErrorCode::kNotFound);
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hkv/group_list.h"
+#include "hkv/limits.h"
 #include "hkv/mooncake_trace.h"
 #include "hkv/replay.h"
 #include "replay_test_util.h"
@@ -232,6 +233,26 @@ TEST(ReplayGroupsTest, RejectsAnInvalidGroupListNamingTheGroup) {
       trace, {.capacity_tokens = 100, .groups = Groups("full:16,full:128")});
   EXPECT_THAT(e.message,
               HasSubstr("capacity of 100 tokens is below one block of 128"));
+}
+
+// A pool beyond the limit: the capacity's fault (an argument), or the
+// trace's when every block is kept.
+TEST(ReplayGroupsTest, APoolBeyondTheLimitNamesItsCause) {
+  const std::vector<TraceRequest> trace = {
+      {.input_length = 16, .hash_ids = {0}}};
+  Error e = testing::ReplayFailure(
+      trace, {.block_size = 16, .capacity_tokens = 1ull << 40});
+  EXPECT_EQ(e.code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(e.message, HasSubstr("capacity_tokens 1099511627776 makes a "
+                                   "pool of 68719476736 blocks"));
+  // One request of the most tokens, one block per token.
+  TraceRequest longest{.input_length = kMaxTokensPerRequest};
+  for (std::uint64_t id = 0; id < kMaxTokensPerRequest / 512; ++id) {
+    longest.hash_ids.push_back(id);
+  }
+  e = testing::ReplayFailure({longest}, {.block_size = 1});
+  EXPECT_EQ(e.code, ErrorCode::kInfeasible);
+  EXPECT_THAT(e.message, HasSubstr("keeping every block of the trace"));
 }
 
 }  // namespace

@@ -35,6 +35,8 @@
 
 namespace hkv {
 
+// What an experiment runs. hkv/sim_options.h names each field a user sets
+// (the CLI's flags, the Python keywords), with its help and range.
 struct ExperimentOptions {
   // Workload: KIND[:ARGS] (mooncake:FILE, azure:FILE[,...], fanout, agent,
   // repeat, and the named scenarios of hkv/scenarios.h); empty: the bundled
@@ -78,8 +80,8 @@ struct ExperimentOptions {
   // Output (read by the callers).
   bool json = false;
   bool csv = false;
-  // The fields set explicitly (field names, e.g. "spec_drafts"): a preset
-  // does not override them.
+  // The options set explicitly (their names in hkv/sim_options.h, e.g.
+  // "spec_drafts"): a preset does not override them.
   std::set<std::string> given = {};
   // The folder of the bundled data (traces/), for the default workload.
   std::string data_dir = {};
@@ -112,7 +114,9 @@ struct SimConfig {
 };
 
 // The workload named by the options, cut by limit (0: all), time_scale and
-// duration_s. kInvalidArgument / kIoError naming the workload otherwise.
+// duration_s. Errors name the workload: kInvalidArgument for the options
+// (an unknown kind, an argument out of range), kIoError for a trace that
+// cannot be read, kCorruption for one holding a malformed line.
 [[nodiscard]] Result<std::vector<SimRequest>> LoadWorkload(
     const ExperimentOptions& options);
 
@@ -144,9 +148,7 @@ void DefaultToMeasured(ExperimentOptions& options, bool uses_groups);
     const std::string& spec, const ExperimentOptions& options);
 
 // Sets the option of flag `name` (without "--") to `value`, for
-// `hkv compare --vary`: concurrency, max-batched-tokens, max-num-seqs,
-// long-prefill-threshold, spec-drafts, spec-acceptance, spec-lookahead,
-// retention-interval, num-blocks, hash-unit, dcp, tp, budget-gib, geometry.
+// `hkv compare --vary`: the options hkv/sim_options.h marks `varied`.
 // kInvalidArgument for another name or a value the flag would refuse.
 [[nodiscard]] Result<void> SetSimOption(ExperimentOptions& options,
                                         std::string_view name,
@@ -156,8 +158,8 @@ void DefaultToMeasured(ExperimentOptions& options, bool uses_groups);
 // Python keyword (num_blocks).
 enum class OptionNames { kFlag, kPython };
 
-// kInvalidArgument naming the first numeric option out of its range (the
-// ranges of the CLI's flags), or json with csv. RunSimulation and
+// kInvalidArgument naming the first numeric option out of its range
+// (hkv/sim_options.h), or json with csv. RunSimulation and
 // RunComparison check their options with it (naming flags) first.
 [[nodiscard]] Result<void> CheckSimOptions(const ExperimentOptions& options,
                                            OptionNames names);
@@ -167,7 +169,10 @@ enum class OptionNames { kFlag, kPython };
 [[nodiscard]] Result<void> CheckDcp(const std::vector<GroupSpec>& groups,
                                     std::uint32_t dcp);
 
-// Everything but the cache, from the options.
+// Everything but the cache, from the options. kNotFound for an unknown
+// cost model, kInvalidArgument for a --cost override it refuses, kIoError
+// and kCorruption for a cost file that cannot be read or holds bad
+// coefficients.
 [[nodiscard]] Result<SimulationOptions> EngineFromFlags(
     const ExperimentOptions& options);
 

@@ -39,8 +39,9 @@ struct PlanReport {
 bool IsModelFile(std::string_view model);
 
 // A preset by name, or a model JSON file of at most kMaxConfigFileBytes.
-// kNotFound listing the presets; the file's kIoError or kInvalidArgument,
-// prefixed by its path.
+// kNotFound listing the presets; kIoError for a file that cannot be read,
+// kCorruption for one that is larger or not a valid model, prefixed by its
+// path.
 [[nodiscard]] Result<ModelSpec> LoadModel(const std::string& model);
 
 // The plans of `geometries` ("T/R/U" or "auto"), in order. The first

@@ -100,10 +100,11 @@ struct ReplayResult {
 // Replays `trace` as described above.
 // Returns kInvalidArgument, naming the numbers, for a block size of 0, a hash
 // unit that does not divide the block size, a capacity below the largest
-// block, a max_num_batched_tokens of 0, groups that make an invalid
-// CacheConfig, or a request failing ValidateTraceRequest; kInfeasible when
-// the pool (capacity_tokens per block, or without it every block of the
-// trace) would exceed kMaxPoolBlocks, before anything is allocated for it.
+// block or making a pool (capacity_tokens per block) beyond kMaxPoolBlocks,
+// a max_num_batched_tokens of 0, groups that make an invalid CacheConfig,
+// or a request failing ValidateTraceRequest; kInfeasible when keeping every
+// block of the trace (no capacity_tokens) would exceed kMaxPoolBlocks.
+// Both before anything is allocated for the pool.
 // O(total prompt tokens) time (keying dominates) and O(pool blocks) memory.
 [[nodiscard]] Result<ReplayResult> Replay(std::span<const TraceRequest> trace,
                                           const ReplayOptions& options);

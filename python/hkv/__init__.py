@@ -64,13 +64,11 @@ else:
         make_groups,
     )
     from hkv.planner import plan, plan_report  # noqa: E402,F401
-
-    if hasattr(_hkv, "simulate_json"):  # built with the CLI's simulator
-        from hkv.simulator import (  # noqa: E402,F401
-            compare,
-            compare_geometries,
-            simulate,
-        )
+    from hkv.simulator import (  # noqa: E402,F401
+        compare,
+        compare_geometries,
+        simulate,
+    )
 
 from hkv.reports import plot_run, plot_runs  # noqa: E402,F401
 

@@ -105,7 +105,6 @@ void BindCacheManager(py::module_& m);
 void BindEvents(py::module_& m);
 void BindPlanner(py::module_& m);
 void BindTrace(py::module_& m);
-// Only when the CLI's simulator front end is built (HKV_PYTHON_SIMULATOR).
 void BindSimulator(py::module_& m);
 
 }  // namespace hkv::python

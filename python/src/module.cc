@@ -66,7 +66,5 @@ PYBIND11_MODULE(_hkv, m) {
   hkv::python::BindEvents(m);
   hkv::python::BindPlanner(m);
   hkv::python::BindTrace(m);
-#ifdef HKV_PYTHON_SIMULATOR
   hkv::python::BindSimulator(m);
-#endif
 }

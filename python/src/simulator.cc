@@ -4,79 +4,35 @@
 // passes data_dir, the folder of the bundled data (the default workload's
 // trace), which it finds beside the package, so an installed module does
 // not depend on the source tree.
-#include <functional>
-#include <map>
-#include <optional>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "bindings.h"
 #include "hkv/comparison.h"
 #include "hkv/experiment.h"
-#include "sim_report.h"
+#include "hkv/sim_options.h"
+#include "hkv/sim_report.h"
 
 namespace hkv::python {
 namespace {
 
-using SimCommandOptions = ExperimentOptions;
-
-// A setter of one SimCommandOptions field from a Python value.
-using Setter = std::function<void(SimCommandOptions&, py::handle,
-                                  const std::string& name)>;
-
-template <typename T>
-Setter Field(T SimCommandOptions::*field) {
-  return [field](SimCommandOptions& o, py::handle v, const std::string& name) {
-    o.*field = Convert<T>(v, name);
-  };
-}
-
-const std::map<std::string, Setter>& Setters() {
-  static const std::map<std::string, Setter> setters = {
-      {"workload", Field(&SimCommandOptions::workload)},
-      {"limit", Field(&SimCommandOptions::limit)},
-      {"time_scale", Field(&SimCommandOptions::time_scale)},
-      {"duration_s", Field(&SimCommandOptions::duration_s)},
-      {"groups", Field(&SimCommandOptions::groups)},
-      {"hash_unit", Field(&SimCommandOptions::hash_unit)},
-      {"num_blocks", Field(&SimCommandOptions::num_blocks)},
-      {"capacity_tokens", Field(&SimCommandOptions::capacity_tokens)},
-      {"dcp", Field(&SimCommandOptions::dcp)},
-      {"retention_interval", Field(&SimCommandOptions::retention_interval)},
-      {"free_order", Field(&SimCommandOptions::free_order)},
-      {"key_function", Field(&SimCommandOptions::key_function)},
-      {"model", Field(&SimCommandOptions::model)},
-      {"tp", Field(&SimCommandOptions::tp)},
-      {"budget_gib", Field(&SimCommandOptions::budget_gib)},
-      {"geometry", Field(&SimCommandOptions::geometry)},
-      {"max_batched_tokens", Field(&SimCommandOptions::max_batched_tokens)},
-      {"max_num_seqs", Field(&SimCommandOptions::max_num_seqs)},
-      {"long_prefill_threshold",
-       Field(&SimCommandOptions::long_prefill_threshold)},
-      {"concurrency", Field(&SimCommandOptions::concurrency)},
-      {"open_loop", Field(&SimCommandOptions::open_loop)},
-      {"spec_drafts", Field(&SimCommandOptions::spec_drafts)},
-      {"spec_acceptance", Field(&SimCommandOptions::spec_acceptance)},
-      {"spec_lookahead", Field(&SimCommandOptions::spec_lookahead)},
-      {"seed", Field(&SimCommandOptions::seed)},
-      {"cost_model", Field(&SimCommandOptions::cost_model)},
-      {"cost_file", Field(&SimCommandOptions::cost_file)},
-      {"cost", Field(&SimCommandOptions::cost)},
-      {"preset", Field(&SimCommandOptions::preset)},
-      {"data_dir", Field(&SimCommandOptions::data_dir)},
-  };
-  return setters;
-}
-
-SimCommandOptions OptionsFrom(const py::dict& given) {
-  SimCommandOptions options;
+// The options of the table hkv/sim_options.h, by name.
+ExperimentOptions OptionsFrom(const py::dict& given) {
+  ExperimentOptions options;
   for (const auto& [key, value] : given) {
     const std::string name = key.cast<std::string>();
-    auto it = Setters().find(name);
-    if (it == Setters().end()) {
+    const SimOption* option = FindSimOption(name);
+    if (option == nullptr) {
       throw UsageError("unknown simulator option \"" + name + "\"");
     }
-    it->second(options, value, "simulator option " + name);
+    std::visit(
+        [&, &value = value](auto field) {
+          using T = std::remove_reference_t<decltype(options.*field)>;
+          options.*field = Convert<T>(value, "simulator option " + name);
+        },
+        option->field);
     options.given.insert(name);
   }
   // The ranges the commands' flags have.
@@ -87,24 +43,10 @@ SimCommandOptions OptionsFrom(const py::dict& given) {
 }
 
 // The runs as the commands' JSON: one report per configuration.
-std::string ReportsJson(const Result<SimRuns>& runs, bool open_loop) {
+std::string ReportsJson(const Result<SimRuns>& runs,
+                        const ExperimentOptions& options) {
   if (!runs) throw ResultError(runs.error());
-  nlohmann::json out = nlohmann::json::array();
-  for (const SimRun& run : runs->runs) {
-    out.push_back(cli::ReportJson(
-        {.label = run.config.label,
-         .result = &run.result,
-         .cost_model = runs->cost_model,
-         .wall_s = run.wall_s,
-         .groups = run.config.groups,
-         .capacity = run.config.capacity,
-         .max_model_len = run.config.max_model_len,
-         .figures = &run.figures,
-         .load = open_loop
-                     ? std::optional<Load>(LoadOf(runs->workload, run.result))
-                     : std::nullopt}));
-  }
-  return out.dump();
+  return SimReportsJson(ReportsOf(*runs, options));
 }
 
 }  // namespace
@@ -113,12 +55,12 @@ void BindSimulator(py::module_& m) {
   m.def(
       "simulate_json",
       [](const py::dict& options) {
-        const SimCommandOptions o = OptionsFrom(options);
+        const ExperimentOptions o = OptionsFrom(options);
         py::gil_scoped_release release;
-        return ReportsJson(RunSimulation(o, {}), o.open_loop);
+        return ReportsJson(RunSimulation(o, {}), o);
       },
       py::arg("options"),
-      "Runs `hkv simulate` with the options (SimCommandOptions field names) "
+      "Runs `hkv simulate` with the options (ExperimentOptions field names) "
       "and returns its JSON reports (a list of one)");
   m.def(
       "compare_json",
@@ -129,7 +71,7 @@ void BindSimulator(py::module_& m) {
                          .vary = std::move(vary),
                          .geometries = std::move(geometries)};
         py::gil_scoped_release release;
-        return ReportsJson(RunComparison(o, {}), o.sim.open_loop);
+        return ReportsJson(RunComparison(o, {}), o.sim);
       },
       py::arg("options"), py::arg("configs"), py::arg("geometries"),
       py::arg("vary"),

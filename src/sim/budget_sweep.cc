@@ -16,8 +16,7 @@ constexpr std::string_view kBudgetSweep = "budget-gib=";
 // Budgets of one sweep at most: each is a run of every geometry.
 constexpr std::size_t kMaxSweepPoints = 16;
 // As --budget-gib: up to a petabyte per rank.
-constexpr internal::RealRange kBudgetRange{
-    .min = 0.0, .max = 1e6, .min_excluded = true};
+constexpr RealRange kBudgetRange{.min = 0.0, .max = 1e6, .min_excluded = true};
 
 }  // namespace
 

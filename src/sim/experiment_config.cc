@@ -32,7 +32,10 @@ Result<CostModel> CostFromFlags(const ExperimentOptions& o) {
     Result<std::string> text = ReadSmallFile(o.cost_file, kMaxConfigFileBytes);
     if (!text) return Named("--cost-file", text.error());
     cost = ApplyCostJson(std::move(*cost), *text);
-    if (!cost) return Named("--cost-file " + o.cost_file, cost.error());
+    if (!cost) {  // the file's content, not an argument
+      return Fail(ErrorCode::kCorruption,
+                  "--cost-file " + o.cost_file + ": " + cost.error().message);
+    }
   }
   for (const std::string& item : o.cost) {
     const std::size_t eq = item.find('=');

@@ -1,12 +1,9 @@
-// Option plumbing of the experiments (hkv/experiment.h): the ranges of the
-// numeric options (one table serves the CLI's validators, the Python
-// module's checks and --vary), and key=value lists.
-#include <algorithm>
+// Option plumbing of the experiments (hkv/experiment.h): the options'
+// ranges checked and --vary's values set, both by the table of
+// hkv/sim_options.h, and key=value lists.
 #include <cmath>
 #include <concepts>
-#include <limits>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -14,126 +11,100 @@
 #include <variant>
 
 #include "hkv/experiment.h"
-#include "hkv/limits.h"
+#include "hkv/sim_options.h"
 #include "sim/experiment_util.h"
 #include "sim/numbers.h"
 
 namespace hkv {
-namespace internal {
 namespace {
 
-constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
-constexpr std::uint64_t kU64 = std::numeric_limits<std::uint64_t>::max();
-
-using O = ExperimentOptions;
-
-const NumberFlag kNumberFlags[] = {
-    {"limit", &O::limit, 0, kU64},
-    {"time-scale", &O::time_scale, 0, 0, {0.0, kMaxInputSeconds, true}},
-    {"duration", &O::duration_s, 0, 0, {0.0, kMaxInputSeconds, true}},
-    {"hash-unit", &O::hash_unit, 0, kU32, {}, true},
-    {"num-blocks", &O::num_blocks, 1, kMaxPoolBlocks - 1, {}, true},
-    {"capacity-tokens", &O::capacity_tokens, 1, kU64},
-    {"dcp", &O::dcp, 1, kU32, {}, true},
-    {"retention-interval", &O::retention_interval, 0, kU32, {}, true},
-    {"tp", &O::tp, 1, kU32, {}, true},
-    // Up to a petabyte per rank: the budget in bytes fits 64 bits.
-    {"budget-gib", &O::budget_gib, 0, 0, {0.0, 1e6, true}, true},
-    {"max-batched-tokens", &O::max_batched_tokens, 1, kU32, {}, true},
-    {"max-num-seqs", &O::max_num_seqs, 1, kU32, {}, true},
-    {"long-prefill-threshold", &O::long_prefill_threshold, 0, kU32, {}, true},
-    {"concurrency", &O::concurrency, 1, kU32, {}, true},
-    {"spec-drafts", &O::spec_drafts, 0, kMaxTokensPerRequest, {}, true},
-    {"spec-acceptance", &O::spec_acceptance, 0, 0, {0.0, 1.0, false}, true},
-    {"spec-lookahead", &O::spec_lookahead, 0, kMaxTokensPerRequest, {}, true},
-    {"seed", &O::seed, 0, kU64},
-};
-
-}  // namespace
-
-std::span<const NumberFlag> NumberFlags() { return kNumberFlags; }
-
-}  // namespace internal
-namespace {
-
-using internal::KeyValues;
-using internal::NumberFlag;
-using internal::NumberText;
 using internal::ParseReal;
 using internal::ParseWhole;
 using internal::RangeText;
-using internal::RealRange;
 using O = ExperimentOptions;
 
-// Why `value` of `flag` is out of its range, or "" when it is in it.
-std::string Problem(const NumberFlag& flag, double value) {
-  const RealRange& r = flag.real;
-  const bool ok = std::isfinite(value) &&
-                  (r.min_excluded ? value > r.min : value >= r.min) &&
-                  value <= r.max;
-  return ok ? "" : NumberText(value) + " is not a number in " + RangeText(r);
-}
-template <std::unsigned_integral T>
-std::string Problem(const NumberFlag& flag, T value) {
-  const bool ok = value >= flag.min && value <= flag.max;
-  return ok ? ""
-            : std::to_string(value) + " is not a whole number in " +
-                  RangeText(flag.min, flag.max);
-}
-template <typename T>
-std::string Problem(const NumberFlag& flag, const std::optional<T>& value) {
-  return value ? Problem(flag, *value) : "";
-}
-
-// The number type of a field (its optional's value type).
+// The number type of a field (its optional's value type); void for others.
 template <typename T>
 struct NumberOf {
-  using type = T;
+  using type =
+      std::conditional_t<std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, T,
+                         void>;
 };
 template <typename T>
 struct NumberOf<std::optional<T>> {
   using type = T;
 };
+template <typename T>
+using NumberOfT = typename NumberOf<T>::type;
 
-// Sets `flag` in `o` from text, checked against its range.
-Result<void> Set(const NumberFlag& flag, O& o, const std::string& text) {
+// Why `value` of `option` is out of its range, or "" when it is in it.
+std::string Problem(const SimOption& option, double value) {
+  const RealRange& r = option.real;
+  const bool ok = std::isfinite(value) &&
+                  (r.min_excluded ? value > r.min : value >= r.min) &&
+                  value <= r.max;
+  return ok ? ""
+            : internal::NumberText(value) + " is not a number in " +
+                  RangeText(r);
+}
+template <std::unsigned_integral T>
+std::string Problem(const SimOption& option, T value) {
+  const bool ok = value >= option.min && value <= option.max;
+  return ok ? ""
+            : std::to_string(value) + " is not a whole number in " +
+                  RangeText(option.min, option.max);
+}
+template <typename T>
+std::string Problem(const SimOption& option, const std::optional<T>& value) {
+  return value ? Problem(option, *value) : "";
+}
+
+// Sets `option` in `o` from text: a number checked against its range, or
+// text as it is.
+Result<void> Set(const SimOption& option, O& o, const std::string& text) {
   Result<double> real = 0.0;
   Result<std::uint64_t> whole = 0;
-  if (flag.IsReal()) {
-    real = ParseReal(text, flag.real);
+  if (option.IsReal()) {
+    real = ParseReal(text, option.real);
     if (!real) return tl::unexpected(real.error());
-  } else {
-    whole = ParseWhole(text, flag.min, flag.max);
+  } else if (option.IsNumber()) {
+    whole = ParseWhole(text, option.min, option.max);
     if (!whole) return tl::unexpected(whole.error());
   }
   std::visit(
       [&](auto field) {
-        using T = typename NumberOf<
-            std::remove_reference_t<decltype(o.*field)>>::type;
-        if constexpr (std::is_same_v<T, double>) {
+        using T = std::remove_cvref_t<decltype(o.*field)>;
+        using Number = NumberOfT<T>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          o.*field = text;
+        } else if constexpr (std::is_same_v<Number, double>) {
           o.*field = *real;
-        } else {
-          o.*field = static_cast<T>(*whole);
+        } else if constexpr (!std::is_void_v<Number>) {
+          o.*field = static_cast<Number>(*whole);
         }
       },
-      flag.field);
+      option.field);
   return {};
 }
 
 }  // namespace
 
 Result<void> CheckSimOptions(const ExperimentOptions& o, OptionNames names) {
-  for (const NumberFlag& flag : internal::NumberFlags()) {
+  for (const SimOption& option : SimOptions()) {
     const std::string problem = std::visit(
-        [&](auto field) { return Problem(flag, o.*field); }, flag.field);
+        [&](auto field) -> std::string {
+          using T = std::remove_cvref_t<decltype(o.*field)>;
+          if constexpr (std::is_void_v<NumberOfT<T>>) {
+            return "";
+          } else {
+            return Problem(option, o.*field);
+          }
+        },
+        option.field);
     if (problem.empty()) continue;
-    std::string name(flag.name);
-    if (names == OptionNames::kPython) {
-      std::replace(name.begin(), name.end(), '-', '_');
-      if (name == "duration") name = "duration_s";
-    } else {
-      name = "--" + name;
-    }
+    const std::string name = names == OptionNames::kPython
+                                 ? std::string(option.name)
+                                 : option.Flag();
     return Fail(ErrorCode::kInvalidArgument, name + ": " + problem);
   }
   if (o.json && o.csv) {
@@ -147,13 +118,9 @@ Result<void> CheckSimOptions(const ExperimentOptions& o, OptionNames names) {
 
 Result<void> SetSimOption(ExperimentOptions& options, std::string_view name,
                           const std::string& value) {
-  if (name == "geometry") {
-    options.geometry = value;
-    return {};
-  }
-  for (const NumberFlag& flag : internal::NumberFlags()) {
-    if (flag.name != name || !flag.varied) continue;
-    if (Result<void> ok = Set(flag, options, value); !ok) {
+  for (const SimOption& option : SimOptions()) {
+    if (!option.varied || option.Flag() != "--" + std::string(name)) continue;
+    if (Result<void> ok = Set(option, options, value); !ok) {
       return Fail(ErrorCode::kInvalidArgument,
                   "--vary " + std::string(name) + ": " + ok.error().message);
     }

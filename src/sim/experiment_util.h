@@ -3,14 +3,9 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
-#include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
-#include <variant>
 
-#include "hkv/experiment.h"
 #include "hkv/result.h"
 #include "sim/numbers.h"
 
@@ -31,35 +26,5 @@ using KeyValues = std::map<std::string, std::string>;
                                                const std::string& key,
                                                std::uint64_t fallback,
                                                std::uint64_t max);
-
-// A numeric option of ExperimentOptions: whole numbers in [min, max], or
-// reals in `real`. The CLI's validators, CheckSimOptions and SetSimOption
-// share these ranges.
-using NumberField =
-    std::variant<std::uint32_t ExperimentOptions::*,
-                 std::optional<std::uint32_t> ExperimentOptions::*,
-                 std::optional<std::uint64_t> ExperimentOptions::*,
-                 std::uint64_t ExperimentOptions::*,
-                 double ExperimentOptions::*,
-                 std::optional<double> ExperimentOptions::*>;
-struct NumberFlag {
-  std::string_view name;  // the flag, without "--"
-  NumberField field;
-  std::uint64_t min = 0;
-  std::uint64_t max = 0;
-  RealRange real = {};
-  bool varied = false;  // --vary may set it
-
-  bool IsReal() const {
-    return std::holds_alternative<double ExperimentOptions::*>(field) ||
-           std::holds_alternative<std::optional<double> ExperimentOptions::*>(
-               field);
-  }
-};
-// --limit is a std::optional<std::size_t>: the 64-bit alternative holds it.
-static_assert(std::is_same_v<std::size_t, std::uint64_t>);
-
-// Every numeric option, in the order CheckSimOptions checks them.
-std::span<const NumberFlag> NumberFlags();
 
 }  // namespace hkv::internal

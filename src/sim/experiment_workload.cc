@@ -24,7 +24,6 @@ using internal::NumberText;
 using internal::ParseKeyValues;
 using internal::ParseReal;
 using internal::ParseWhole;
-using internal::RealRange;
 
 using Limit = std::optional<std::size_t>;
 

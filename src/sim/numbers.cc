@@ -90,7 +90,7 @@ Result<std::string> ReadSmallFile(const std::string& path,
   if (in.bad()) return Fail(ErrorCode::kIoError, "error reading " + path);
   text.resize(static_cast<std::size_t>(in.gcount()));
   if (text.size() > max_bytes) {
-    return Fail(ErrorCode::kInvalidArgument,
+    return Fail(ErrorCode::kCorruption,
                 path + " is larger than " + std::to_string(max_bytes) +
                     " bytes (the limit for a configuration file)");
   }

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "hkv/real_range.h"
 #include "hkv/result.h"
 
 namespace hkv::internal {
@@ -25,13 +26,8 @@ namespace hkv::internal {
                                                std::uint64_t min,
                                                std::uint64_t max);
 
-// A finite number in [min, max] (or (min, max] when `min_excluded`).
-// kInvalidArgument naming the text and the range for anything else.
-struct RealRange {
-  double min = 0.0;
-  double max = 0.0;
-  bool min_excluded = false;
-};
+// A finite number in `range`. kInvalidArgument naming the text and the
+// range for anything else.
 [[nodiscard]] Result<double> ParseReal(std::string_view text,
                                        const RealRange& range);
 
@@ -51,7 +47,7 @@ inline tl::unexpected<Error> Named(const std::string& what, Error error) {
 
 // The contents of file `path`, at most `max_bytes` of them. kIoError naming
 // the path and the reason (missing, a directory, unreadable), or
-// kInvalidArgument for a longer file (read no further than the limit).
+// kCorruption for a longer file (read no further than the limit).
 [[nodiscard]] Result<std::string> ReadSmallFile(const std::string& path,
                                                 std::uint64_t max_bytes);
 

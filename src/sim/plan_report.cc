@@ -82,7 +82,8 @@ Result<ModelSpec> LoadModel(const std::string& model) {
       internal::ReadSmallFile(model, kMaxConfigFileBytes);
   if (!text) return tl::unexpected(text.error());
   Result<ModelSpec> spec = ParseModelJson(*text);
-  if (!spec) spec.error().message = model + ": " + spec.error().message;
+  if (!spec)
+    return Fail(ErrorCode::kCorruption, model + ": " + spec.error().message);
   return spec;
 }
 

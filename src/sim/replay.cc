@@ -117,16 +117,20 @@ Result<std::uint32_t> UsableBlocks(std::span<const TraceRequest> trace,
   }
   usable = std::max<std::uint64_t>(usable, 1);
   if (usable >= kMaxPoolBlocks) {
-    return Fail(
-        ErrorCode::kInfeasible,
-        (options.capacity_tokens
-             ? "capacity_tokens " + std::to_string(*options.capacity_tokens) +
-                   " makes a pool of "
-             : std::string("keeping every block of the trace "
-                           "(no capacity_tokens) takes ")) +
-            std::to_string(usable) +
-            " blocks plus the null block, above the limit of " +
-            std::to_string(kMaxPoolBlocks) + " blocks per pool");
+    const std::string size =
+        std::to_string(usable) +
+        " blocks plus the null block, above the limit of " +
+        std::to_string(kMaxPoolBlocks) + " blocks per pool";
+    if (options.capacity_tokens) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "capacity_tokens " +
+                      std::to_string(*options.capacity_tokens) +
+                      " makes a pool of " + size);
+    }
+    return Fail(ErrorCode::kInfeasible,
+                "keeping every block of the trace (no capacity_tokens) "
+                "takes " +
+                    size);
   }
   return static_cast<std::uint32_t>(usable);
 }

@@ -13,7 +13,9 @@
 
 #include "commands.h"
 #include "data_dir.h"
+#include "exit_status.h"
 #include "hkv/calibration.h"
+#include "hkv/deployment.h"
 
 namespace hkv::cli {
 namespace {
@@ -138,6 +140,14 @@ Result<void> WritePresets(const CalibrationReport& r) {
   return {};
 }
 
+// An unknown preset is a usage error (exit code 2), reported by CLI11.
+const CLI::Validator kPresetValidator(
+    [](std::string& name) {
+      Result<DeploymentPreset> preset = LoadDeploymentPreset(name);
+      return preset ? std::string() : preset.error().message;
+    },
+    "");
+
 }  // namespace
 
 constexpr char kCalibrateExamples[] = R"(Examples:
@@ -156,7 +166,8 @@ void RegisterCalibrate(CLI::App& app) {
       "print each figure model against measured (docs/calibration.md)");
   sub->footer(kCalibrateExamples);
   sub->add_option("--preset", options->presets,
-                  "Preset to fit (repeat; default: every preset with figures)");
+                  "Preset to fit (repeat; default: every preset with figures)")
+      ->check(kPresetValidator);
   sub->add_option("--data", options->data,
                   "Calibration data file (repeat; default: the bundled "
                   "figures and the held-out ones)");
@@ -185,8 +196,10 @@ int RunCalibrate(const CalibrateCommandOptions& options) {
     }
   }
   if (!report) {
+    // The presets named are known (kPresetValidator): what fails now is the
+    // data's (a file, its figures) or the fit's, whatever the class.
     fmt::print(stderr, "hkv calibrate: {}\n", report.error().message);
-    return 1;
+    return kExitFailure;
   }
   if (options.json) {
     fmt::print("{}\n", ReportJson(*report).dump(2));

@@ -1,7 +1,7 @@
 // The hkv subcommands: each has an options struct, a Register function that
 // adds the subcommand to the app, and a Run function returning the exit code
-// (0 ok, 1 failure). A registered callback that fails throws
-// CLI::RuntimeError carrying that exit code.
+// (exit_status.h: 0 ok, 1 failure, 2 usage error). A registered callback
+// that fails throws CLI::RuntimeError carrying that exit code.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "exit_status.h"
 #include "hkv/limits.h"
 #include "hkv/request.h"
 #include "token_list.h"
@@ -131,11 +132,6 @@ void PrintJson(const Request& request, const KeysCommandOptions& options) {
   fmt::print("{}\n", out.dump(2));
 }
 
-int Failure(int code, const std::string& message) {
-  fmt::print(stderr, "hkv keys: {}\n", message);
-  return code;
-}
-
 }  // namespace
 
 void RegisterKeys(CLI::App& app) {
@@ -176,20 +172,22 @@ void RegisterKeys(CLI::App& app) {
 
 int RunKeys(const KeysCommandOptions& options) {
   Result<KeyFunction> function = ParseKeyFunction(options.key_function);
-  if (!function) return Failure(2, function.error().message);
+  if (!function) return Failure("keys", function.error());
   if (*function == KeyFunction::kXxh3_128Cbor && !options.seed) {
     // The library would pick a random seed: keys nobody else can compute.
-    return Failure(2, "--key-function xxh3_128_cbor needs --seed");
+    return Failure("keys", {ErrorCode::kInvalidArgument,
+                            "--key-function xxh3_128_cbor needs --seed"});
   }
   Result<KeyScheme> scheme = MakeKeyScheme({.function = *function,
                                             .hash_unit = options.hash_unit,
                                             .seed = options.seed});
-  if (!scheme) return Failure(2, scheme.error().message);
+  if (!scheme) return Failure("keys", scheme.error());
   Result<std::vector<TokenId>> tokens = ReadTokenFile(options.tokens);
-  if (!tokens) return Failure(1, tokens.error().message);
+  if (!tokens) return Failure("keys", tokens.error());
   if (std::optional<std::string> bad =
           ItemOutOfRange(options, tokens->size())) {
-    return Failure(1, *bad);
+    // The tokens do not hold the item: the input's fault, as a bad token.
+    return Failure("keys", {ErrorCode::kCorruption, *bad});
   }
   const Request request({.extras = Extras(options)}, *tokens, *scheme);
   if (options.json) {

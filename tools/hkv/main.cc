@@ -1,6 +1,6 @@
 // hkv: command-line front end of the KV-cache manager.
 //
-// Exit codes: 0 ok, 1 the command failed, 2 usage error.
+// Exit codes (exit_status.h): 0 ok, 1 the command failed, 2 usage error.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "commands.h"
+#include "exit_status.h"
 #include "hkv/version.h"
 
 namespace {
@@ -26,7 +27,7 @@ constexpr char kExamples[] = R"(Examples:
 int main(int argc, char** argv) {
   CLI::App app{"hkv: a KV-cache manager for LLM serving"};
   app.set_version_flag("--version", "hkv " + std::string(hkv::kVersion));
-  app.footer(kExamples);
+  app.footer(std::string(kExamples) + "\n\n" + hkv::cli::kExitStatusHelp);
   app.require_subcommand(1);
   hkv::cli::RegisterReplay(app);
   hkv::cli::RegisterPlan(app);

@@ -24,7 +24,6 @@ using internal::ParseReal;
 using internal::ParseWhole;
 using internal::RangeText;
 using internal::ReadSmallFile;
-using internal::RealRange;
 
 // The validators: a usage error naming the option, the value and the
 // range. WholeIn rewrites exponent forms as digits for CLI11's

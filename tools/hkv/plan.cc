@@ -2,7 +2,6 @@
 // reference's shared pool and in per-group pools (see docs/planner.md).
 #include <fmt/core.h>
 
-#include <filesystem>
 #include <limits>
 #include <memory>
 #include <string>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "exit_status.h"
 #include "hkv/limits.h"
 #include "hkv/model.h"
 #include "hkv/plan_report.h"
@@ -19,11 +19,6 @@
 
 namespace hkv::cli {
 namespace {
-
-int Failure(const std::string& message) {
-  fmt::print(stderr, "hkv plan: {}\n", message);
-  return 1;
-}
 
 // Usage errors, reported by CLI11 (exit code 2) before the run.
 const CLI::Validator kGeometryValidator(
@@ -39,12 +34,10 @@ const CLI::Validator kByteSizeValidator(
       return bytes ? std::string() : bytes.error().message;
     },
     "BYTES");
+// A file is read when the command runs: one that cannot be is a failure.
 const CLI::Validator kModelValidator(
     [](std::string& text) {
-      if (IsModelFile(text)) {
-        return std::filesystem::exists(text) ? std::string()
-                                             : "no such file: " + text;
-      }
+      if (IsModelFile(text)) return std::string();
       Result<ModelSpec> model = LoadPreset(text);
       return model ? std::string() : model.error().message;
     },
@@ -109,13 +102,16 @@ void AddGeometryOptions(CLI::App& sub, PlanCommandOptions& o) {
       "--search", o.search,
       "Rank power-of-two geometries (blocks 16..8192) by capacity");
   geometry->excludes(search);
+  // Without --search they would be ignored: a usage error instead.
   sub.add_option("--max-unit", o.max_unit,
                  "--search: largest hit unit (tokens) to consider")
       ->capture_default_str()
-      ->check(WholeIn(1, kU32));
+      ->check(WholeIn(1, kU32))
+      ->needs(search);
   sub.add_option("--top", o.top, "--search: rows to print")
       ->capture_default_str()
-      ->check(WholeIn(1, kU32));
+      ->check(WholeIn(1, kU32))
+      ->needs(search);
   sub.add_option("--retention-interval", o.retention_interval,
                  "auto: the retention interval R")
       ->check(WholeIn(0, kU32));
@@ -159,12 +155,15 @@ void RegisterPlan(CLI::App& app) {
 
 int RunPlan(const PlanCommandOptions& o) {
   Result<ModelSpec> model = LoadModel(o.model);
-  if (!model) return Failure("--model: " + model.error().message);
+  if (!model) {
+    return Failure("plan",
+                   {model.error().code, "--model: " + model.error().message});
+  }
   const PlanOptions options = ToPlanOptions(o);
   Result<PlanReport> report =
       o.search ? SearchPlans(*model, options, o.max_unit, o.top)
                : PlanGeometries(*model, options, o.geometries);
-  if (!report) return Failure(report.error().message);
+  if (!report) return Failure("plan", report.error());
   if (o.json) {
     fmt::print("{}\n", PlanReportJson(*report));
   } else {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "exit_status.h"
 #include "hkv/group_list.h"
 #include "hkv/keys.h"
 #include "hkv/limits.h"
@@ -97,11 +98,6 @@ void PrintJson(const ReplayResult& r, double wall_s) {
   }
   out["miss_causes"] = std::move(misses);
   fmt::print("{}\n", out.dump(2));
-}
-
-int Failure(const Error& error) {
-  fmt::print(stderr, "hkv replay: {}\n", error.message);
-  return 1;
 }
 
 // A malformed list is a usage error, reported by CLI11 before the run.
@@ -198,19 +194,19 @@ void RegisterReplay(CLI::App& app) {
 int RunReplay(const ReplayCommandOptions& options) {
   const Clock::time_point start = Clock::now();
   Result<KeyFunction> key_function = ParseKeyFunction(options.key_function);
-  if (!key_function) return Failure(key_function.error());
+  if (!key_function) return Failure("replay", key_function.error());
   Result<std::vector<GroupSpec>> groups = std::vector<GroupSpec>{};
   if (!options.groups.empty()) groups = ParseGroupList(options.groups);
-  if (!groups) return Failure(groups.error());
+  if (!groups) return Failure("replay", groups.error());
   const std::vector<GroupSpec> flag_groups =
       groups->empty()
           ? std::vector<GroupSpec>{{.block_size = options.block_size}}
           : *groups;
   if (Result<void> ok = CheckDcp(flag_groups, options.dcp); !ok) {
-    return Failure(ok.error());
+    return Failure("replay", ok.error());
   }
   Result<std::vector<TraceRequest>> trace = ReadMooncakeTrace(options.trace);
-  if (!trace) return Failure(trace.error());
+  if (!trace) return Failure("replay", trace.error());
   const Result<ReplayResult> result = Replay(
       *trace, {.block_size = options.block_size,
                .hash_unit = options.hash_unit,
@@ -227,7 +223,7 @@ int RunReplay(const ReplayCommandOptions& options) {
                    fmt::print(stderr, "replay: {}/{} requests\n", done, total);
                  }
                }});
-  if (!result) return Failure(result.error());
+  if (!result) return Failure("replay", result.error());
   const double wall_s = Seconds(start);
   if (options.json) {
     PrintJson(*result, wall_s);

@@ -12,9 +12,12 @@
 
 #include "commands.h"
 #include "compare_print.h"
+#include "exit_status.h"
 #include "hkv/comparison.h"
 #include "hkv/deployment.h"
-#include "sim_report.h"
+#include "hkv/sim_options.h"
+#include "hkv/sim_report.h"
+#include "sim_print.h"
 #include "sim_setup.h"
 
 namespace hkv::cli {
@@ -33,46 +36,34 @@ SimProgress StderrProgress() {
   };
 }
 
-// One report per run, pointing into `runs`.
-std::vector<SimReport> Reports(const SimRuns& runs, bool open_loop) {
-  std::vector<SimReport> reports;
-  for (const SimRun& run : runs.runs) {
-    reports.push_back({.label = run.config.label,
-                       .result = &run.result,
-                       .cost_model = runs.cost_model,
-                       .wall_s = run.wall_s,
-                       .groups = run.config.groups,
-                       .capacity = run.config.capacity,
-                       .max_model_len = run.config.max_model_len,
-                       .figures = &run.figures,
-                       .load = open_loop ? std::optional<Load>(LoadOf(
-                                               runs.workload, run.result))
-                                         : std::nullopt});
-  }
-  return reports;
-}
-
-// Prints the runs as the options ask; 1 with the error on stderr.
+// Prints the runs as the options ask, or the error on stderr (and returns
+// its status).
 int Print(const char* command, const SimCommandOptions& o,
           const Result<SimRuns>& runs) {
-  if (!runs) {
-    fmt::print(stderr, "hkv {}: {}\n", command, runs.error().message);
-    return 1;
-  }
-  const std::vector<SimReport> reports = Reports(*runs, o.open_loop);
+  if (!runs) return Failure(command, runs.error());
+  const std::vector<SimReport> reports = ReportsOf(*runs, o);
   if (o.open_loop) {
     for (const SimReport& r : reports) PrintLoad(r);
   }
   if (o.json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const SimReport& r : reports) out.push_back(ReportJson(r));
-    fmt::print("{}\n", (reports.size() == 1 ? out[0] : out).dump(2));
+    fmt::print("{}\n", reports.size() == 1 ? SimReportJson(reports[0])
+                                           : SimReportsJson(reports));
   } else if (o.csv) {
     PrintCsv(reports);
   } else {
     PrintText(reports);
   }
   return 0;
+}
+
+// The flags --vary takes, without "--": "hash-unit, num-blocks, ...".
+std::string VariedFlags() {
+  std::string names;
+  for (const SimOption& option : SimOptions()) {
+    if (!option.varied) continue;
+    names += (names.empty() ? "" : ", ") + option.Flag().substr(2);
+  }
+  return names;
 }
 
 template <typename Options>
@@ -142,28 +133,32 @@ void RegisterCompare(CLI::App& app) {
                   "geometry, after the --config ones (with --vary: the "
                   "geometry of the varied configuration)");
   sub->add_option("--vary", options->vary,
-                  "NAME=V1,V2,...: one column per value of one flag "
-                  "(concurrency, max-batched-tokens, max-num-seqs, "
-                  "long-prefill-threshold, spec-drafts, spec-acceptance, "
-                  "spec-lookahead, retention-interval, num-blocks, hash-unit, "
-                  "dcp, tp, budget-gib, geometry) on the one --config or the "
-                  "flags' cache");
+                  "NAME=V1,V2,...: one column per value of one flag (" +
+                      VariedFlags() +
+                      ") on the one --config or the flags' cache");
   sub->add_option("--objective", options->objective,
                   "What the recommendation optimises, among the "
                   "configurations within 5 % of the best capacity: ttft-p50, "
                   "ttft-p99, reuse, capacity, decode")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->excludes("--config")
+      ->excludes("--vary");
+  // Flags a mode would ignore are excluded from it (a usage error).
   sub->add_flag("--search", options->search,
                 "Rank geometries (target 256..4096, recurrent pages and hash "
                 "unit 256 or the target) x retention (dense, interval 0) on "
-                "the trace, for the deployment and budget of the flags");
+                "the trace, for the deployment and budget of the flags")
+      ->excludes("--config")
+      ->excludes("--vary")
+      ->excludes("--geometry");
   sub->add_option("--sweep", options->sweep,
                   "budget-gib=V1,V2,...: the hit ratio of each geometry on "
                   "the trace at each KV budget per rank (JSON for "
                   "python3 -m hkv.plot)")
       ->excludes("--search")
       ->excludes("--config")
-      ->excludes("--vary");
+      ->excludes("--vary")
+      ->excludes("--csv");
   OnRun(sub, options, &RunCompare);
 }
 
@@ -175,10 +170,7 @@ int RunSweep(const CompareCommandOptions& options,
   Result<std::vector<BudgetSweepPoint>> points =
       !budgets ? tl::unexpected(budgets.error())
                : RunBudgetSweep(ab, *budgets, StderrProgress());
-  if (!points) {
-    fmt::print(stderr, "hkv compare: {}\n", points.error().message);
-    return 1;
-  }
+  if (!points) return Failure("compare", points.error());
   if (options.sim.json) {
     fmt::print("{}\n", BudgetSweepJson(*points));
   } else {
@@ -200,10 +192,7 @@ int RunCompare(const CompareCommandOptions& options) {
                          : options.search
                              ? RunGeometrySearch(*ab, StderrProgress())
                              : RunGeometryComparison(*ab, StderrProgress());
-  if (!c) {
-    fmt::print(stderr, "hkv compare: {}\n", c.error().message);
-    return 1;
-  }
+  if (!c) return Failure("compare", c.error());
   if (options.sim.json) {
     fmt::print("{}\n", ComparisonJson(*c));
   } else if (options.sim.csv) {

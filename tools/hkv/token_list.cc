@@ -98,7 +98,7 @@ Result<std::string> ReadAll(std::istream& in, std::string_view source) {
   while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
     text.append(chunk, static_cast<std::size_t>(in.gcount()));
     if (text.size() > kMaxTokenListBytes) {
-      return hkv::Fail(ErrorCode::kInvalidArgument,
+      return hkv::Fail(ErrorCode::kCorruption,
                        std::string(source) + ": more than " +
                            std::to_string(kMaxTokenListBytes) +
                            " bytes (kMaxTokenListBytes)");
@@ -119,7 +119,7 @@ Result<std::vector<TokenId>> ReadTokenList(std::istream& in,
   std::vector<TokenId> tokens;
   TokenSax sax(tokens);
   if (!Json::sax_parse(*text, &sax)) {
-    return hkv::Fail(ErrorCode::kInvalidArgument,
+    return hkv::Fail(ErrorCode::kCorruption,
                      std::string(source) + ": " + sax.error);
   }
   return tokens;

@@ -13,10 +13,10 @@
 namespace hkv::cli {
 
 // Parses `in` as one JSON array of token ids. `source` names the input in
-// errors ("prompt.json", "stdin"). Fails with kInvalidArgument naming the
+// errors ("prompt.json", "stdin"). Fails with kCorruption naming the
 // offending token (its index and value) when the input is not an array, holds
 // anything but integers in [0, 2^32 - 1], or exceeds kMaxTokensPerRequest
-// tokens or kMaxTokenListBytes bytes.
+// tokens or kMaxTokenListBytes bytes; kIoError when it cannot be read.
 [[nodiscard]] Result<std::vector<TokenId>> ReadTokenList(
     std::istream& in, std::string_view source);
 
