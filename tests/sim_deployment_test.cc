@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hkv/deployment.h"
+#include "sim/sim_stats.h"
 
 namespace hkv {
 namespace {
@@ -76,6 +77,45 @@ TEST(DeploymentTest, Gb10CapacityInBothForms) {
   EXPECT_EQ(d->capacity.engine_pool_tokens, 4'297'015u);
   EXPECT_NEAR(d->capacity.engine_max_concurrency, 16.39, 0.005);
   EXPECT_EQ(d->capacity.whole_requests, 2802u / 171u);
+}
+
+// Whole requests of the context length that the cache config holds at
+// once, times the context, by the simulator's own count (each group's
+// MaxBlocksPerRequest against its pool, or all of them against the shared
+// pool).
+std::uint64_t SimulatedTokens(const CacheConfig& cache, std::uint64_t context) {
+  const double fit = internal::EstimateCapacity(cache, cache.num_blocks - 1,
+                                                static_cast<double>(context))
+                         .concurrency;
+  return static_cast<std::uint64_t>(fit) * context;
+}
+
+// 256/256/256 on the GLM-5.3-like model at TP 4 and 33 GiB: the shared
+// pool's slots are the recurrent groups' 5.7 MB stride; per-group pools
+// give each group its own page (hkv plan: 1,310,720 tokens against
+// 4,456,448, 3.4x).
+TEST(DeploymentTest, PerGroupPoolsHoldWhatThePlannerPlans) {
+  const DeploymentSpec small{
+      .target_block = 256, .recurrent_block = 256, .hash_unit = 256};
+  DeploymentSpec per_group_spec = small;
+  per_group_spec.pools = PoolLayout::kPerGroup;
+  Result<ResolvedDeployment> shared = ResolveDeployment(small);
+  Result<ResolvedDeployment> per_group = ResolveDeployment(per_group_spec);
+  ASSERT_TRUE(shared && per_group);
+  const std::uint64_t context = small.context_tokens;
+  EXPECT_EQ(shared->capacity.whole_requests * context, 1'310'720u);
+  EXPECT_EQ(per_group->capacity.whole_requests * context, 4'456'448u);
+  const CacheConfig& pools = per_group->cache;
+  ASSERT_EQ(pools.group_pool_blocks.size(), pools.groups.size());
+  std::uint64_t sum = 0;
+  for (std::uint32_t n : pools.group_pool_blocks) sum += n;
+  EXPECT_EQ(pools.num_blocks, sum + 1);
+  const std::uint64_t held = SimulatedTokens(pools, context);
+  EXPECT_NEAR(static_cast<double>(held), 4'456'448.0, 0.02 * 4'456'448.0);
+  EXPECT_GE(held, 3 * SimulatedTokens(shared->cache, context));
+  EXPECT_EQ(ParsePoolLayout("per-group"), PoolLayout::kPerGroup);
+  EXPECT_EQ(ParsePoolLayout("bogus").error().message,
+            "pool layout \"bogus\" is neither shared nor per-group");
 }
 
 TEST(DeploymentTest, PresetsLoadAndBadOnesAreNamed) {

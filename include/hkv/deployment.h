@@ -34,6 +34,15 @@ namespace hkv {
 // hash unit (EAGLE-style drafters recompute it) or not.
 enum class DraftRewind { kOneUnit, kNone };
 
+// How the cache's blocks are pooled: one pool whose slots are as large as
+// the largest group's page (the reference), or a pool per group with its
+// own page size, split in proportion to each group's bytes per request
+// (the planner's per-group layout, docs/planner.md).
+enum class PoolLayout { kShared, kPerGroup };
+
+// "shared" or "per-group"; kInvalidArgument naming the text otherwise.
+[[nodiscard]] Result<PoolLayout> ParsePoolLayout(std::string_view text);
+
 struct DeploymentSpec {
   std::string model = "glm53-flash-like";
   std::uint32_t tp = 4;
@@ -56,6 +65,7 @@ struct DeploymentSpec {
   std::uint32_t target_block = 2048;
   std::uint32_t recurrent_block = 256;
   std::uint32_t hash_unit = 256;
+  PoolLayout pools = PoolLayout::kShared;
 };
 
 // Parses "target/recurrent/unit", e.g. "2048/256/256", into `spec`'s
@@ -88,7 +98,9 @@ struct ResolvedDeployment {
 };
 
 // The cache groups and block count of `spec`, as the capacity planner lays
-// them out in the shared pool: one group per planned group (attention at the
+// them out in the shared pool or, with PoolLayout::kPerGroup, in per-group
+// pools (CacheConfig::group_pool_blocks, capacity from the per-group
+// layout): one group per planned group (attention at the
 // target block, DCP-sharded; a draft model's sliding-window layers at the
 // target block, replicated; recurrent states at the recurrent block, with
 // the engine's draft tokens as speculative state blocks; groups holding

@@ -55,6 +55,7 @@ struct ExperimentOptions {
   std::uint32_t dcp = 1;
   std::optional<std::uint32_t> retention_interval = {};
   FreeOrder free_order = FreeOrder::kPrependUncached;
+  std::string pools = "shared";  // PoolLayout: shared or per-group
   std::string key_function = "xxh3_128_cbor";
   std::string model = "glm53-flash-like";
   std::uint32_t tp = 4;

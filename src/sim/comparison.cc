@@ -116,6 +116,8 @@ Result<void> RunSensitivity(RunSpec run, ConfigurationOutcome& out,
   if (!interval0) return tl::unexpected(interval0.error());
   out.interval0 = std::move(*interval0);
   config = out.config;
+  // One pool that never evicts: how it would be split does not matter.
+  config.cache.group_pool_blocks.clear();
   config.cache.num_blocks = UnlimitedBlocks(config.cache, *run.workload);
   run.label = out.config.label + " unlimited pool";
   Result<SimulationResult> unlimited = RunOne(run, nullptr);

@@ -52,13 +52,44 @@ GroupSpec CacheGroup(const GroupPlan& group, const Plan& plan,
   return spec;
 }
 
+// The planner's per-group pools as the cache's: one null block for all.
+Result<void> PerGroupPools(const Plan& plan, CacheConfig& cache) {
+  std::uint64_t total = 1;
+  cache.group_pool_blocks.clear();
+  for (const GroupPlan& group : plan.groups) {
+    if (group.pool_blocks == 0) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "per-group pools: the budget leaves a group no block");
+    }
+    total += group.pool_blocks;
+    if (total > std::numeric_limits<std::uint32_t>::max()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "per-group pools: the plan's blocks exceed 2^32 - 1");
+    }
+    cache.group_pool_blocks.push_back(
+        static_cast<std::uint32_t>(group.pool_blocks));
+  }
+  cache.num_blocks = static_cast<std::uint32_t>(total);
+  return {};
+}
+
 Result<void> BadGeometry(std::string_view text) {
   return Fail(ErrorCode::kInvalidArgument,
               "page geometry \"" + std::string(text) +
                   "\" is not target/recurrent/unit, e.g. 2048/256/256");
 }
 
-DeploymentCapacity Capacity(const Plan& plan) {
+DeploymentCapacity Capacity(const Plan& plan, PoolLayout pools) {
+  if (pools == PoolLayout::kPerGroup) {
+    const PoolCapacity& per_group = plan.per_group;
+    return {
+        .engine_pool_tokens = per_group.tokens,
+        .engine_max_concurrency = static_cast<double>(per_group.concurrency),
+        .whole_requests = per_group.concurrency,
+        .blocks = per_group.blocks + 1,
+        .blocks_per_request = per_group.blocks_per_request,
+        .stride_bytes = 0};
+  }
   const PoolCapacity& shared = plan.shared;
   return {
       .engine_pool_tokens = plan.reference_tokens,
@@ -112,6 +143,14 @@ Result<Plan> PlanOf(const DeploymentSpec& spec, ModelSpec& model) {
 
 }  // namespace
 
+Result<PoolLayout> ParsePoolLayout(std::string_view text) {
+  if (text == "shared") return PoolLayout::kShared;
+  if (text == "per-group") return PoolLayout::kPerGroup;
+  return Fail(ErrorCode::kInvalidArgument,
+              "pool layout \"" + std::string(text) +
+                  "\" is neither shared nor per-group");
+}
+
 Result<void> ParsePageGeometry(std::string_view text, DeploymentSpec& spec) {
   const Result<Geometry> geometry = ParseGeometry(text);
   if (!geometry) return BadGeometry(text);
@@ -132,11 +171,15 @@ Result<ResolvedDeployment> ResolveDeployment(const DeploymentSpec& spec) {
   }
   ResolvedDeployment out;
   out.cache.num_blocks = static_cast<std::uint32_t>(plan->shared.blocks);
+  if (spec.pools == PoolLayout::kPerGroup) {
+    Result<void> ok = PerGroupPools(*plan, out.cache);
+    if (!ok) return tl::unexpected(ok.error());
+  }
   out.cache.keys.function = KeyFunction::kXxh3_128Cbor;
   out.cache.keys.hash_unit = plan->geometry.hash_unit;
   out.cache.dcp = spec.dcp;
   out.cache.max_in_flight_tokens = spec.in_flight_tokens;
-  out.capacity = Capacity(*plan);
+  out.capacity = Capacity(*plan, spec.pools);
   out.description = Describe(*plan, spec.draft_rewind);
   for (const GroupPlan& group : plan->groups) {
     out.cache.groups.push_back(CacheGroup(group, *plan, model, spec));

@@ -15,6 +15,7 @@
 #include "hkv/limits.h"
 #include "sim/experiment_util.h"
 #include "sim/numbers.h"
+#include "sim/sim_stats.h"
 
 namespace hkv {
 namespace {
@@ -133,6 +134,16 @@ Result<CacheConfig> CacheFromGroups(const CacheFields& f,
                      .dcp = o.dcp,
                      .retention_interval = o.retention_interval,
                      .free_order = o.free_order};
+  Result<PoolLayout> pools = ParsePoolLayout(o.pools);
+  if (!pools) return Named("--pools", pools.error());
+  if (*pools == PoolLayout::kPerGroup) {
+    config.group_pool_blocks = internal::SplitIntoGroupPools(config, *usable);
+    if (config.group_pool_blocks.empty()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "--pools per-group: " + std::to_string(*usable) +
+                      " blocks leave a group no block");
+    }
+  }
   if (Result<void> ok = config.Validate(); !ok) {
     return tl::unexpected(ok.error());
   }
@@ -163,6 +174,20 @@ Result<void> CheckDcp(const std::vector<GroupSpec>& groups, std::uint32_t dcp) {
   return {};
 }
 
+// A deployment's pool set to `usable` blocks; refused for per-group pools,
+// whose split the planner makes from the budget.
+Result<void> SetDeploymentBlocks(SimConfig& config, std::uint32_t usable,
+                                 const std::string& name) {
+  if (!config.cache.group_pool_blocks.empty()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                name +
+                    " with --pools per-group: the planner splits the "
+                    "budget between the pools; set --budget-gib instead");
+  }
+  config.cache.num_blocks = usable + 1;
+  return {};
+}
+
 Result<SimConfig> ConfigFromFlags(const ExperimentOptions& o) {
   if (o.groups.empty()) {
     Result<SimConfig> config = DeploymentConfig(o.geometry, o);
@@ -171,7 +196,8 @@ Result<SimConfig> ConfigFromFlags(const ExperimentOptions& o) {
       Result<std::uint32_t> usable = UsableBlocks({.num_blocks = o.num_blocks},
                                                   config->cache.groups, o.dcp);
       if (!usable) return tl::unexpected(usable.error());
-      config->cache.num_blocks = *usable + 1;
+      Result<void> ok = SetDeploymentBlocks(*config, *usable, "--num-blocks");
+      if (!ok) return tl::unexpected(ok.error());
     }
     return config;
   }
@@ -217,7 +243,9 @@ Result<SimConfig> ConfigFromSpec(const std::string& spec,
                                               : DeploymentConfig(geometry, o);
   if (!config) return Named("--config " + spec, config.error());
   if (!geometry.empty() && *blocks != 0) {
-    config->cache.num_blocks = static_cast<std::uint32_t>(*blocks + 1);
+    Result<void> ok = SetDeploymentBlocks(
+        *config, static_cast<std::uint32_t>(*blocks), "blocks=");
+    if (!ok) return Named("--config " + spec, ok.error());
   }
   config->label = label;
   return config;

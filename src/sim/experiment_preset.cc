@@ -79,6 +79,9 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
   if (Result<void> ok = ParsePageGeometry(geometry, spec); !ok) {
     return Named("--geometry " + geometry, ok.error());
   }
+  Result<PoolLayout> pools = ParsePoolLayout(o.pools);
+  if (!pools) return Named("--pools", pools.error());
+  spec.pools = *pools;
   const std::uint64_t sharded = std::uint64_t{spec.target_block} * spec.dcp;
   if (sharded > std::numeric_limits<std::uint32_t>::max()) {
     return Fail(ErrorCode::kInvalidArgument,
@@ -97,7 +100,9 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
   }
   resolved->cache.retention_interval = o.retention_interval;
   resolved->cache.free_order = o.free_order;
-  return SimConfig{.label = geometry,
+  return SimConfig{.label = spec.pools == PoolLayout::kPerGroup
+                                ? geometry + " per-group"
+                                : geometry,
                    .cache = std::move(resolved->cache),
                    .page_bytes = std::move(resolved->page_bytes),
                    .groups = std::move(resolved->description),

@@ -32,6 +32,9 @@ Result<void> CheckGroupList(const std::string& text) {
 Result<void> CheckKeyFunction(const std::string& text) {
   return Refusal(ParseKeyFunction(text));
 }
+Result<void> CheckPools(const std::string& text) {
+  return Refusal(ParsePoolLayout(text));
+}
 
 std::string WorkloadHelp() {
   return "KIND[:ARGS]: mooncake:FILE, azure:FILE[,prefixes=N,prefix=T,"
@@ -121,6 +124,14 @@ std::vector<SimOption> DeploymentOptions() {
        .help = "Where freed blocks without a key go: prepend-uncached (the "
                "front of the free queue, reused first, as the reference "
                "fork) or append-all (the back, as upstream vLLM)"},
+      {.name = "pools",
+       .field = &O::pools,
+       .help = "shared: one pool, every slot as large as the largest "
+               "group's page (the reference); per-group: a pool per group "
+               "with its own page, split in proportion to each group's "
+               "blocks (bytes, for a deployment) per request",
+       .check = &CheckPools,
+       .value_name = "{shared,per-group}"},
       {.name = "key_function",
        .field = &O::key_function,
        .help = "Prefix key digest",

@@ -62,18 +62,51 @@ void SummarizeLatencies(SimulationResult& result) {
   result.e2e = Summary(std::move(e2e));
 }
 
-// The blocks one request of `tokens` tokens holds at most, over all groups:
-// the cache's own bound (MaxBlocksPerRequest), as admission counts it.
-std::uint64_t BlocksFor(const CacheConfig& config, std::uint64_t tokens) {
-  std::uint64_t blocks = 0;
-  for (const GroupSpec& g : config.groups) {
-    blocks += MaxBlocksPerRequest(
-        g, {.max_model_len = tokens,
-            .max_in_flight_tokens =
-                config.max_in_flight_tokens.value_or(config.max_model_len),
-            .dcp = config.dcp});
+// The blocks one request of `tokens` tokens holds at most in group `g`: the
+// cache's own bound (MaxBlocksPerRequest), as admission counts it.
+std::uint64_t GroupBlocksFor(const CacheConfig& config, std::size_t g,
+                             std::uint64_t tokens) {
+  return MaxBlocksPerRequest(
+      config.groups[g],
+      {.max_model_len = tokens,
+       .max_in_flight_tokens =
+           config.max_in_flight_tokens.value_or(config.max_model_len),
+       .dcp = config.dcp});
+}
+
+// Whether one request of `tokens` tokens fits `usable` blocks: in the shared
+// pool all groups' blocks together, else each group's in its own pool.
+bool Fits(const CacheConfig& config, std::uint32_t usable,
+          std::uint64_t tokens) {
+  const std::vector<std::uint32_t>& pools = config.group_pool_blocks;
+  std::uint64_t total = 0;
+  for (std::size_t g = 0; g < config.groups.size(); ++g) {
+    const std::uint64_t blocks = GroupBlocksFor(config, g, tokens);
+    if (!pools.empty() && blocks > pools[g]) return false;
+    total += blocks;
   }
-  return blocks;
+  return !pools.empty() || total <= usable;
+}
+
+// Requests of `tokens` tokens that fit at once.
+double Concurrency(const CacheConfig& config, std::uint32_t usable,
+                   std::uint64_t tokens) {
+  const std::vector<std::uint32_t>& pools = config.group_pool_blocks;
+  double fit = std::numeric_limits<double>::infinity();
+  std::uint64_t total = 0;
+  for (std::size_t g = 0; g < config.groups.size(); ++g) {
+    const std::uint64_t blocks = GroupBlocksFor(config, g, tokens);
+    total += blocks;
+    if (!pools.empty() && blocks > 0) {
+      fit = std::min(
+          fit, static_cast<double>(pools[g]) / static_cast<double>(blocks));
+    }
+  }
+  if (pools.empty()) {
+    return total > 0 ? static_cast<double>(usable) / static_cast<double>(total)
+                     : 0.0;
+  }
+  return std::isinf(fit) ? 0.0 : fit;
 }
 
 }  // namespace
@@ -139,23 +172,38 @@ Capacity EstimateCapacity(const CacheConfig& config,
   Capacity capacity;
   std::uint64_t low = 0;
   std::uint64_t high = std::numeric_limits<std::uint32_t>::max();
-  while (low < high) {  // the largest T with BlocksFor(T) <= usable
+  while (low < high) {  // the largest T that fits
     const std::uint64_t mid = low + (high - low + 1) / 2;
-    if (BlocksFor(config, mid) <= usable_blocks) {
+    if (Fits(config, usable_blocks, mid)) {
       low = mid;
     } else {
       high = mid - 1;
     }
   }
   capacity.tokens = low;
-  const auto per_request = BlocksFor(
-      config,
+  capacity.concurrency = Concurrency(
+      config, usable_blocks,
       static_cast<std::uint64_t>(std::ceil(std::max(mean_tokens, 1.0))));
-  if (per_request > 0) {
-    capacity.concurrency =
-        static_cast<double>(usable_blocks) / static_cast<double>(per_request);
-  }
   return capacity;
+}
+
+std::vector<std::uint32_t> SplitIntoGroupPools(const CacheConfig& config,
+                                               std::uint32_t usable_blocks) {
+  CacheConfig shared = config;
+  shared.group_pool_blocks.clear();
+  const std::uint64_t longest =
+      EstimateCapacity(shared, usable_blocks, 1.0).tokens;
+  std::vector<std::uint32_t> pools;
+  std::uint64_t given = 0;
+  for (std::size_t g = 0; g < config.groups.size(); ++g) {
+    const std::uint64_t blocks =
+        std::max<std::uint64_t>(1, GroupBlocksFor(config, g, longest));
+    pools.push_back(static_cast<std::uint32_t>(blocks));
+    given += blocks;
+  }
+  if (given > usable_blocks) return {};
+  pools[0] += static_cast<std::uint32_t>(usable_blocks - given);
+  return pools;
 }
 
 }  // namespace hkv::internal

@@ -42,11 +42,19 @@ struct Capacity {
   double concurrency = 0.0;  // requests of `mean_tokens` that fit at once
 };
 
-// Capacity estimate of `usable_blocks` blocks of `config`'s groups: blocks a
-// request of T tokens holds, per group: full attention ceil(T / block),
-// sliding window and chunked local at most their window or chunk plus one
-// block, recurrent 1 + speculative blocks, scratch its pages.
+// Capacity estimate of `usable_blocks` blocks of `config`'s groups, a
+// request of T tokens holding MaxBlocksPerRequest blocks in each group (its
+// in-flight tokens the config's): in the shared pool all groups' blocks
+// together count against usable_blocks, in per-group pools each group's
+// against its own pool.
 Capacity EstimateCapacity(const CacheConfig& config,
                           std::uint32_t usable_blocks, double mean_tokens);
+
+// Per-group pools of `usable_blocks` blocks for groups without page bytes:
+// each group gets the blocks the longest request a shared pool of them
+// holds needs there (at least one), the rest to group 0. Empty when the
+// groups need more than that.
+std::vector<std::uint32_t> SplitIntoGroupPools(const CacheConfig& config,
+                                               std::uint32_t usable_blocks);
 
 }  // namespace hkv::internal
