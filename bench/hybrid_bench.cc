@@ -1,11 +1,14 @@
 // Lookup of a 128k-token warm hit in a 3-group hybrid: full attention 2048,
 // aligned recurrent state 256 and a 4096-token sliding window over 2048
 // blocks, hash unit 256; with DCP 1 and 4 (full attention sharded, the
-// window replicated).
+// window replicated); in one shared pool and in per-group pools. And the
+// allocation path: a 128k-token prefill in 8192-token chunks, committed
+// and freed, in either pool layout.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common.h"
 #include "hkv/cache_manager.h"
@@ -14,7 +17,8 @@
 namespace hkv {
 namespace {
 
-CacheConfig HybridConfig(std::uint32_t dcp) {
+// `per_group`: pools of 2047, 1024 and 1024 blocks instead of one of 4095.
+CacheConfig HybridConfig(std::uint32_t dcp, bool per_group) {
   return {.groups = {{.block_size = 2048},
                      {.kind = GroupKind::kRecurrent, .block_size = 256},
                      {.kind = GroupKind::kSlidingWindow,
@@ -22,6 +26,9 @@ CacheConfig HybridConfig(std::uint32_t dcp) {
                       .sliding_window = 4096,
                       .dcp_layout = DcpLayout::kReplicated}},
           .num_blocks = 4096,
+          .group_pool_blocks =
+              per_group ? std::vector<std::uint32_t>{2047, 1024, 1024}
+                        : std::vector<std::uint32_t>{},
           .keys = {.hash_unit = 256},
           .dcp = dcp};
 }
@@ -51,7 +58,8 @@ bool CacheInChunks(CacheManager& cache, std::span<const TokenId> tokens) {
 
 void BM_Lookup_HybridWarmHit(benchmark::State& state) {
   const auto dcp = static_cast<std::uint32_t>(state.range(0));
-  Result<CacheManager> cache = CacheManager::Create(HybridConfig(dcp));
+  Result<CacheManager> cache =
+      CacheManager::Create(HybridConfig(dcp, state.range(1) != 0));
   const std::vector<TokenId> tokens = bench::RandomTokens(bench::k128k, 1);
   if (!cache || !CacheInChunks(*cache, tokens)) {
     state.SkipWithError("cannot set up the hybrid cache");
@@ -72,9 +80,31 @@ void BM_Lookup_HybridWarmHit(benchmark::State& state) {
   state.counters["hit_tokens"] = hit;
 }
 BENCHMARK(BM_Lookup_HybridWarmHit)
-    ->ArgName("dcp")
+    ->ArgNames({"dcp", "pools"})
+    ->Args({1, 0})
+    ->Args({4, 0})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_Prefill_Hybrid128k(benchmark::State& state) {
+  Result<CacheManager> cache =
+      CacheManager::Create(HybridConfig(1, state.range(0) != 0));
+  const std::vector<TokenId> tokens = bench::RandomTokens(bench::k128k, 1);
+  if (!cache) {
+    state.SkipWithError("cannot set up the hybrid cache");
+    return;
+  }
+  for (auto _ : state) {
+    if (!CacheInChunks(*cache, tokens)) {
+      state.SkipWithError("the prefill does not fit");
+      return;
+    }
+  }
+}
+BENCHMARK(BM_Prefill_Hybrid128k)
+    ->ArgName("pools")
+    ->Arg(0)
     ->Arg(1)
-    ->Arg(4)
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
