@@ -53,14 +53,17 @@ class KVCacheManager:
     ``free_order``: where freed blocks without a key go,
     ``"prepend_uncached"`` (the front of the free queue, the reference
     fork's order) or ``"append_all"`` (the back, upstream vLLM's), or an
-    hkv.FreeOrder.
+    hkv.FreeOrder. ``group_pool_blocks``: None (one pool, the reference's)
+    or per-group pools, one block count per group; ``num_blocks`` is then
+    1 + their sum (docs/beyond.md).
     Raises hkv.Error for a config CacheConfig::Validate rejects.
     """
 
     def __init__(self, groups, num_blocks, hash_unit=None, dcp=1,
                  key_function="sha256_cbor", enable_caching=True,
                  enable_kv_cache_events=False, seed=None,
-                 free_order="prepend_uncached", **limits):
+                 free_order="prepend_uncached", group_pool_blocks=None,
+                 **limits):
         config = _hkv.CacheConfig()
         config.groups = make_groups(groups)
         config.num_blocks = whole("num_blocks", num_blocks)
@@ -78,6 +81,9 @@ class KVCacheManager:
         config.events = (_hkv.KvEventMode.ENABLED if enable_kv_cache_events
                          else _hkv.KvEventMode.DISABLED)
         config.free_order = _free_order(free_order)
+        if group_pool_blocks is not None:
+            config.group_pool_blocks = [whole("group_pool_blocks", n)
+                                        for n in group_pool_blocks]
         for key in ("max_model_len", "max_in_flight_tokens",
                     "retention_interval"):
             if limits.get(key) is not None:

@@ -93,6 +93,7 @@ void BindConfig(py::module_& m) {
       .def(py::init<>())
       .def_readwrite("groups", &CacheConfig::groups)
       .def_readwrite("num_blocks", &CacheConfig::num_blocks)
+      .def_readwrite("group_pool_blocks", &CacheConfig::group_pool_blocks)
       .def_readwrite("keys", &CacheConfig::keys)
       .def_readwrite("dcp", &CacheConfig::dcp)
       .def_readwrite("retention_interval", &CacheConfig::retention_interval)

@@ -183,3 +183,23 @@ def test_a_lookup_of_another_request_is_refused(kv):
     blocks, _ = kv.get_computed_blocks(r2)
     with pytest.raises(hkv.UsageError, match="looked up for request"):
         kv.allocate_slots(r1, 8, new_computed_blocks=blocks)
+
+
+def test_per_group_pools():
+    kv = hkv.KVCacheManager(groups="full:4,recurrent:4", num_blocks=12,
+                            group_pool_blocks=[3, 8])
+    r = kv.make_request("r", list(range(16)))
+    kv.get_computed_blocks(r)
+    # 16 tokens need 4 attention blocks; that pool has 3: nothing is taken.
+    assert kv.allocate_slots(r, 16) is None
+    assert kv.num_free_blocks == 11
+    assert kv.allocate_slots(r, 12) is not None
+    attention, states = kv.get_block_ids(r)
+    assert attention == [1, 2, 3]
+    assert all(b >= 4 for b in states if b != 0)
+    with pytest.raises(hkv.Error, match="not 1 \\+ the per-group pools"):
+        hkv.KVCacheManager(groups="full:4,recurrent:4", num_blocks=11,
+                           group_pool_blocks=[3, 8])
+    with pytest.raises(hkv.UsageError, match="group_pool_blocks"):
+        hkv.KVCacheManager(groups="full:4", num_blocks=4,
+                           group_pool_blocks=[-3])

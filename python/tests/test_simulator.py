@@ -103,3 +103,14 @@ def test_preset_and_scenario_figures():
     assert report["capacity"]["engine_pool_tokens"] == 4297015
     assert report["table"]["engine_max_concurrency"] == 16.39
     assert "sliding[5]/2048" in report["groups_resolved"]
+
+
+def test_per_group_pools_hold_more_at_a_small_page():
+    shared = hkv.simulate(geometry="256/256/256", limit=20)
+    per_group = hkv.simulate(geometry="256/256/256", pools="per-group",
+                             limit=20)
+    assert per_group["label"] == "256/256/256 per-group"
+    assert (per_group["table"]["capacity_tokens"]
+            > 2.9 * shared["table"]["capacity_tokens"])
+    with pytest.raises(hkv.Error, match="neither shared nor per-group"):
+        hkv.simulate(pools="private", limit=2)
