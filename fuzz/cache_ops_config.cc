@@ -107,6 +107,18 @@ void DecodeLimits(FuzzedDataProvider& in, CacheConfig& config) {
   if (in.ConsumeIntegralInRange(0, 3) == 0) {
     config.max_in_flight_tokens = in.ConsumeIntegralInRange(1u, 64u);
   }
+  // Per-group pools, each of 1-16 blocks (or, rarely, counts the
+  // validation refuses: an empty pool, a sum that is not num_blocks - 1).
+  if (in.ConsumeIntegralInRange(0, 3) == 0) {
+    config.num_blocks = 1;
+    for (std::size_t g = 0; g < config.groups.size(); ++g) {
+      config.group_pool_blocks.push_back(in.ConsumeIntegralInRange(1u, 16u));
+      config.num_blocks += config.group_pool_blocks.back();
+    }
+    if (in.ConsumeIntegralInRange(0, 15) == 0) {
+      config.group_pool_blocks.back() = in.ConsumeIntegralInRange(0u, 2u);
+    }
+  }
 }
 
 }  // namespace
@@ -152,6 +164,9 @@ std::string Describe(const CacheConfig& config) {
            std::to_string(g.checkpoint_blocks) + " scratch " +
            std::to_string(g.scratch_blocks) + "]";
   }
+  out += " pools";
+  for (std::uint32_t n : config.group_pool_blocks)
+    out += " " + std::to_string(n);
   out += " retention " + (config.retention_interval
                               ? std::to_string(*config.retention_interval)
                               : std::string("dense"));
