@@ -115,7 +115,7 @@ TEST(DeploymentTest, PerGroupPoolsHoldWhatThePlannerPlans) {
   EXPECT_GE(held, 3 * SimulatedTokens(shared->cache, context));
   EXPECT_EQ(ParsePoolLayout("per-group"), PoolLayout::kPerGroup);
   EXPECT_EQ(ParsePoolLayout("bogus").error().message,
-            "pool layout \"bogus\" is neither shared nor per-group");
+            "pool layout \"bogus\" is not shared, per-group or workload");
 }
 
 TEST(DeploymentTest, PresetsLoadAndBadOnesAreNamed) {

@@ -36,11 +36,13 @@ enum class DraftRewind { kOneUnit, kNone };
 
 // How the cache's blocks are pooled: one pool whose slots are as large as
 // the largest group's page (the reference), or a pool per group with its
-// own page size, split in proportion to each group's bytes per request
-// (the planner's per-group layout, docs/planner.md).
-enum class PoolLayout { kShared, kPerGroup };
+// own page size, split in proportion to each group's bytes per request at
+// the planned context (the planner's per-group layout, docs/planner.md) or,
+// in the simulator, re-split by what the workload keeps (docs/beyond.md).
+enum class PoolLayout { kShared, kPerGroup, kPerGroupByWorkload };
 
-// "shared" or "per-group"; kInvalidArgument naming the text otherwise.
+// "shared", "per-group" or "workload"; kInvalidArgument naming the text
+// otherwise.
 [[nodiscard]] Result<PoolLayout> ParsePoolLayout(std::string_view text);
 
 struct DeploymentSpec {

@@ -55,7 +55,7 @@ struct ExperimentOptions {
   std::uint32_t dcp = 1;
   std::optional<std::uint32_t> retention_interval = {};
   FreeOrder free_order = FreeOrder::kPrependUncached;
-  std::string pools = "shared";  // PoolLayout: shared or per-group
+  std::string pools = "shared";  // PoolLayout: shared, per-group, workload
   std::string key_function = "xxh3_128_cbor";
   std::string model = "glm53-flash-like";
   std::uint32_t tp = 4;
@@ -112,6 +112,9 @@ struct SimConfig {
   std::string groups = {};
   std::optional<DeploymentCapacity> capacity = std::nullopt;
   std::uint64_t max_model_len = 0;  // the capacity's context
+  // Per-group pools re-split before the run by what the workload keeps
+  // cached when nothing is evicted (PoolLayout::kPerGroupByWorkload).
+  bool split_pools_by_workload = false;
 };
 
 // The workload named by the options, cut by limit (0: all), time_scale and

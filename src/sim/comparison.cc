@@ -6,6 +6,8 @@
 #include <limits>
 #include <utility>
 
+#include "sim/experiment_util.h"
+
 namespace hkv {
 namespace {
 
@@ -89,22 +91,6 @@ std::array<LookupTimes, kNumHitClasses> Lookups(
   return out;
 }
 
-// A pool no workload of `workload`'s size fills: every token of every
-// request in blocks of the smallest group, per group, plus slack.
-std::uint32_t UnlimitedBlocks(const CacheConfig& cache,
-                              std::span<const SimRequest> workload) {
-  std::uint64_t tokens = 0;
-  for (const SimRequest& r : workload) {
-    tokens += PromptLength(r) + r.output_length;
-  }
-  std::uint64_t blocks = 1;
-  for (const GroupSpec& g : cache.groups) {
-    blocks += tokens / TokensPerBlock(g, cache.dcp) + 4 * workload.size();
-  }
-  return static_cast<std::uint32_t>(std::min<std::uint64_t>(
-      blocks, std::numeric_limits<std::uint32_t>::max() / 2));
-}
-
 // The trace again under retention interval 0 and with an unlimited pool.
 Result<void> RunSensitivity(RunSpec run, ConfigurationOutcome& out,
                             std::vector<SimulationResult>& runs) {
@@ -118,7 +104,8 @@ Result<void> RunSensitivity(RunSpec run, ConfigurationOutcome& out,
   config = out.config;
   // One pool that never evicts: how it would be split does not matter.
   config.cache.group_pool_blocks.clear();
-  config.cache.num_blocks = UnlimitedBlocks(config.cache, *run.workload);
+  config.cache.num_blocks =
+      internal::UnlimitedPoolBlocks(config.cache, *run.workload);
   run.label = out.config.label + " unlimited pool";
   Result<SimulationResult> unlimited = RunOne(run, nullptr);
   if (!unlimited) return tl::unexpected(unlimited.error());
@@ -141,6 +128,13 @@ Result<ConfigurationOutcome> RunConfiguration(const std::string& geometry,
     return Fail(config.error().code, geometry + ": " + config.error().message);
   }
   ConfigurationOutcome out{.config = std::move(*config)};
+  if (out.config.split_pools_by_workload) {
+    Result<SimulationOptions> engine = EngineFromFlags(*s.experiment);
+    if (!engine) return tl::unexpected(engine.error());
+    Result<void> ok =
+        internal::SplitPoolsByWorkload(out.config, *engine, *s.trace);
+    if (!ok) return Fail(ok.error().code, geometry + ": " + ok.error().message);
+  }
   const RunSpec run{
       &out.config, s.experiment, s.trace, nullptr, s.options->lookup_repeats,
       s.progress,  geometry};

@@ -80,7 +80,7 @@ Result<void> BadGeometry(std::string_view text) {
 }
 
 DeploymentCapacity Capacity(const Plan& plan, PoolLayout pools) {
-  if (pools == PoolLayout::kPerGroup) {
+  if (pools != PoolLayout::kShared) {
     const PoolCapacity& per_group = plan.per_group;
     return {
         .engine_pool_tokens = per_group.tokens,
@@ -146,9 +146,10 @@ Result<Plan> PlanOf(const DeploymentSpec& spec, ModelSpec& model) {
 Result<PoolLayout> ParsePoolLayout(std::string_view text) {
   if (text == "shared") return PoolLayout::kShared;
   if (text == "per-group") return PoolLayout::kPerGroup;
+  if (text == "workload") return PoolLayout::kPerGroupByWorkload;
   return Fail(ErrorCode::kInvalidArgument,
               "pool layout \"" + std::string(text) +
-                  "\" is neither shared nor per-group");
+                  "\" is not shared, per-group or workload");
 }
 
 Result<void> ParsePageGeometry(std::string_view text, DeploymentSpec& spec) {
@@ -171,7 +172,7 @@ Result<ResolvedDeployment> ResolveDeployment(const DeploymentSpec& spec) {
   }
   ResolvedDeployment out;
   out.cache.num_blocks = static_cast<std::uint32_t>(plan->shared.blocks);
-  if (spec.pools == PoolLayout::kPerGroup) {
+  if (spec.pools != PoolLayout::kShared) {
     Result<void> ok = PerGroupPools(*plan, out.cache);
     if (!ok) return tl::unexpected(ok.error());
   }

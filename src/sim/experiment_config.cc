@@ -136,7 +136,7 @@ Result<CacheConfig> CacheFromGroups(const CacheFields& f,
                      .free_order = o.free_order};
   Result<PoolLayout> pools = ParsePoolLayout(o.pools);
   if (!pools) return Named("--pools", pools.error());
-  if (*pools == PoolLayout::kPerGroup) {
+  if (*pools != PoolLayout::kShared) {
     config.group_pool_blocks = internal::SplitIntoGroupPools(config, *usable);
     if (config.group_pool_blocks.empty()) {
       return Fail(ErrorCode::kInvalidArgument,
@@ -154,7 +154,9 @@ Result<SimConfig> ConfigOfGroups(const CacheFields& f,
                                  const ExperimentOptions& o) {
   Result<CacheConfig> cache = CacheFromGroups(f, o);
   if (!cache) return tl::unexpected(cache.error());
-  return SimConfig{.label = f.groups, .cache = std::move(*cache)};
+  return SimConfig{.label = f.groups,
+                   .cache = std::move(*cache),
+                   .split_pools_by_workload = o.pools == "workload"};
 }
 
 }  // namespace

@@ -14,6 +14,19 @@
 namespace hkv {
 namespace {
 
+// " per-group" or " workload pools" after a geometry with such pools.
+std::string PoolLabel(PoolLayout pools) {
+  switch (pools) {
+    case PoolLayout::kPerGroup:
+      return " per-group";
+    case PoolLayout::kPerGroupByWorkload:
+      return " workload pools";
+    case PoolLayout::kShared:
+      break;
+  }
+  return "";
+}
+
 using internal::Named;
 
 constexpr double kGiB = 1073741824.0;
@@ -100,14 +113,14 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
   }
   resolved->cache.retention_interval = o.retention_interval;
   resolved->cache.free_order = o.free_order;
-  return SimConfig{.label = spec.pools == PoolLayout::kPerGroup
-                                ? geometry + " per-group"
-                                : geometry,
-                   .cache = std::move(resolved->cache),
-                   .page_bytes = std::move(resolved->page_bytes),
-                   .groups = std::move(resolved->description),
-                   .capacity = resolved->capacity,
-                   .max_model_len = spec.context_tokens};
+  return SimConfig{
+      .label = geometry + PoolLabel(spec.pools),
+      .cache = std::move(resolved->cache),
+      .page_bytes = std::move(resolved->page_bytes),
+      .groups = std::move(resolved->description),
+      .capacity = resolved->capacity,
+      .max_model_len = spec.context_tokens,
+      .split_pools_by_workload = spec.pools == PoolLayout::kPerGroupByWorkload};
 }
 
 }  // namespace hkv

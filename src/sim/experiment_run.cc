@@ -2,12 +2,16 @@
 // workload, a named scenario's figures read off its steps.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <sstream>
 #include <utility>
 
 #include "hkv/experiment.h"
+#include "hkv/limits.h"
+#include "sim/experiment_util.h"
 #include "sim/numbers.h"
+#include "sim/sim_stats.h"
 
 namespace hkv {
 namespace {
@@ -26,6 +30,13 @@ Result<SimRun> RunOne(SimConfig config, SimulationOptions engine,
                       const std::vector<SimRequest>& workload,
                       const SimProgress& progress) {
   const Clock::time_point start = Clock::now();
+  if (config.split_pools_by_workload) {
+    if (Result<void> ok =
+            internal::SplitPoolsByWorkload(config, engine, workload);
+        !ok) {
+      return Fail(ok.error().code, config.label + ": " + ok.error().message);
+    }
+  }
   engine.cache = config.cache;
   engine.page_bytes = config.page_bytes;
   if (progress) {
@@ -186,4 +197,79 @@ Result<SimRuns> RunComparison(const CompareOptions& given,
   return RunVariants(sim, *variants, progress);
 }
 
+namespace internal {
+
+Result<void> SplitPoolsByWorkload(SimConfig& config, SimulationOptions engine,
+                                  const std::vector<SimRequest>& workload) {
+  CacheConfig& cache = config.cache;
+  const auto bytes_of = [&config](std::size_t g) -> double {
+    return config.page_bytes.empty()
+               ? 1.0
+               : static_cast<double>(config.page_bytes[g]);
+  };
+  engine.cache = cache;
+  engine.cache.group_pool_blocks.clear();
+  engine.cache.num_blocks = UnlimitedPoolBlocks(cache, workload);
+  engine.page_bytes = config.page_bytes;
+  engine.progress = nullptr;
+  engine.record_steps = false;
+  Result<SimulationResult> unlimited = Simulate(workload, engine);
+  if (!unlimited) return tl::unexpected(unlimited.error());
+  std::uint64_t longest = 1;
+  for (const SimRequest& r : workload) {
+    longest =
+        std::max<std::uint64_t>(longest, PromptLength(r) + r.output_length);
+  }
+  double budget = 0.0;
+  double kept = 0.0;
+  std::vector<std::uint64_t> floor_blocks;
+  for (std::size_t g = 0; g < cache.groups.size(); ++g) {
+    budget += static_cast<double>(cache.group_pool_blocks[g]) * bytes_of(g);
+    kept +=
+        static_cast<double>(unlimited->groups[g].cached_blocks) * bytes_of(g);
+    floor_blocks.push_back(MaxBlocksPerRequest(
+        cache.groups[g],
+        {.max_model_len = std::min<std::uint64_t>(longest, cache.max_model_len),
+         .max_in_flight_tokens =
+             cache.max_in_flight_tokens.value_or(cache.max_model_len),
+         .dcp = cache.dcp}));
+  }
+  double floor_bytes = 0.0;
+  for (std::size_t g = 0; g < cache.groups.size(); ++g) {
+    floor_bytes += static_cast<double>(floor_blocks[g]) * bytes_of(g);
+  }
+  if (kept <= 0.0 || floor_bytes > budget) return {};
+  // The floors first, then the rest by what each group keeps.
+  std::vector<std::uint32_t> pools;
+  std::uint64_t total = 1;
+  for (std::size_t g = 0; g < cache.groups.size(); ++g) {
+    const double share =
+        static_cast<double>(unlimited->groups[g].cached_blocks) * bytes_of(g) /
+        kept;
+    const double blocks =
+        static_cast<double>(floor_blocks[g]) +
+        std::floor((budget - floor_bytes) * share / bytes_of(g));
+    pools.push_back(static_cast<std::uint32_t>(
+        std::clamp(blocks, 1.0, static_cast<double>(kMaxPoolBlocks))));
+    total += pools.back();
+  }
+  if (total > kMaxPoolBlocks) return {};
+  cache.group_pool_blocks = std::move(pools);
+  cache.num_blocks = static_cast<std::uint32_t>(total);
+  if (config.capacity && config.max_model_len > 0) {
+    // Whole requests of the context the new pools hold.
+    const double fit =
+        EstimateCapacity(cache, cache.num_blocks - 1,
+                         static_cast<double>(config.max_model_len))
+            .concurrency;
+    DeploymentCapacity& c = *config.capacity;
+    c.whole_requests = static_cast<std::uint64_t>(fit);
+    c.engine_max_concurrency = fit;
+    c.engine_pool_tokens = c.whole_requests * config.max_model_len;
+    c.blocks = cache.num_blocks;
+  }
+  return {};
+}
+
+}  // namespace internal
 }  // namespace hkv

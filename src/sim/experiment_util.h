@@ -3,10 +3,15 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 
+#include "hkv/cache_config.h"
+#include "hkv/experiment.h"
 #include "hkv/result.h"
+#include "hkv/simulator.h"
+#include "hkv/workload.h"
 #include "sim/numbers.h"
 
 namespace hkv::internal {
@@ -26,5 +31,21 @@ using KeyValues = std::map<std::string, std::string>;
                                                const std::string& key,
                                                std::uint64_t fallback,
                                                std::uint64_t max);
+
+// A pool `workload` cannot fill: every token of every request in blocks of
+// each group, plus slack, capped at 2^31.
+std::uint32_t UnlimitedPoolBlocks(const CacheConfig& cache,
+                                  std::span<const SimRequest> workload);
+
+// Per-group pools split from the workload (PoolLayout::kPerGroupByWorkload):
+// the pools' bytes (blocks times page bytes; blocks alone without page
+// bytes) shared in proportion to the bytes each group keeps cached when
+// nothing is evicted (an unlimited-pool run of `workload` under `engine`),
+// each pool at least what the workload's longest request holds in it; the
+// config's capacity recounted for the new pools. Unchanged when those
+// minimums do not fit. REQUIRES: config.cache has per-group pools.
+[[nodiscard]] Result<void> SplitPoolsByWorkload(
+    SimConfig& config, SimulationOptions engine,
+    const std::vector<SimRequest>& workload);
 
 }  // namespace hkv::internal

@@ -216,4 +216,21 @@ Result<std::vector<SimRequest>> LoadWorkload(const ExperimentOptions& o) {
   return out;
 }
 
+namespace internal {
+
+std::uint32_t UnlimitedPoolBlocks(const CacheConfig& cache,
+                                  std::span<const SimRequest> workload) {
+  std::uint64_t tokens = 0;
+  for (const SimRequest& r : workload) {
+    tokens += PromptLength(r) + r.output_length;
+  }
+  std::uint64_t blocks = 1;
+  for (const GroupSpec& g : cache.groups) {
+    blocks += tokens / TokensPerBlock(g, cache.dcp) + 4 * workload.size();
+  }
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(
+      blocks, std::numeric_limits<std::uint32_t>::max() / 2));
+}
+
+}  // namespace internal
 }  // namespace hkv

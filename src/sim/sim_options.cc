@@ -129,9 +129,11 @@ std::vector<SimOption> DeploymentOptions() {
        .help = "shared: one pool, every slot as large as the largest "
                "group's page (the reference); per-group: a pool per group "
                "with its own page, split in proportion to each group's "
-               "blocks (bytes, for a deployment) per request",
+               "bytes per request at the context, as hkv plan; workload: "
+               "per-group pools re-split by the bytes each group keeps "
+               "cached in an unlimited-pool run of the workload first",
        .check = &CheckPools,
-       .value_name = "{shared,per-group}"},
+       .value_name = "{shared,per-group,workload}"},
       {.name = "key_function",
        .field = &O::key_function,
        .help = "Prefix key digest",

@@ -144,8 +144,10 @@ std::vector<Row> Rows() {
 void PrintBlock(const Comparison& c, std::size_t first, std::size_t end) {
   const std::vector<Row> rows = Rows();
   fmt::print("{:<{}}", "configuration", kLabelWidth);
+  // A label too long for its cell (a pool layout after the geometry) still
+  // stays apart from the next.
   for (std::size_t i = first; i < end; ++i) {
-    fmt::print("{:>{}}", c.configurations[i].config.label, kCellWidth);
+    fmt::print(" {:>{}}", c.configurations[i].config.label, kCellWidth - 1);
   }
   fmt::print("\n");
   for (const Row& row : rows) {
