@@ -143,13 +143,30 @@ std::vector<Row> Rows() {
 
 void PrintBlock(const Comparison& c, std::size_t first, std::size_t end) {
   const std::vector<Row> rows = Rows();
-  fmt::print("{:<{}}", "configuration", kLabelWidth);
-  // A label too long for its cell (a pool layout after the geometry) still
-  // stays apart from the next.
+  // A label too long for its cell (a geometry and its pool layout) goes on
+  // two lines, split at its first space.
+  std::vector<std::string> heads;
+  std::vector<std::string> tails;
   for (std::size_t i = first; i < end; ++i) {
-    fmt::print(" {:>{}}", c.configurations[i].config.label, kCellWidth - 1);
+    const std::string& label = c.configurations[i].config.label;
+    const std::size_t space = label.find(' ');
+    const bool fits = label.size() < kCellWidth || space == std::string::npos;
+    heads.push_back(fits ? label : label.substr(0, space));
+    tails.push_back(fits ? "" : label.substr(space + 1));
+  }
+  fmt::print("{:<{}}", "configuration", kLabelWidth);
+  for (const std::string& head : heads) {
+    fmt::print(" {:>{}}", head, kCellWidth - 1);
   }
   fmt::print("\n");
+  if (std::any_of(tails.begin(), tails.end(),
+                  [](const std::string& t) { return !t.empty(); })) {
+    fmt::print("{:<{}}", "", kLabelWidth);
+    for (const std::string& tail : tails) {
+      fmt::print(" {:>{}}", tail, kCellWidth - 1);
+    }
+    fmt::print("\n");
+  }
   for (const Row& row : rows) {
     fmt::print("{:<{}}", row.label, kLabelWidth);
     for (std::size_t i = first; i < end; ++i) {
