@@ -60,6 +60,8 @@ struct KindTraits {
   bool sparse_retention = false;
   // Its pages may carry an R-SWA output window.
   bool output_window = false;
+  // Its BlockStored events carry its sliding window (spec §6.1).
+  bool window_in_events = false;
 
   // The most blocks one request holds at once (MaxBlocksPerRequest).
   std::uint64_t (*max_blocks)(const GroupSpec& spec,

@@ -160,6 +160,7 @@ void SlidingWindowManager::Commit(GroupTable& table, const Request& request,
 const KindTraits& SlidingWindowTraits() {
   static constexpr KindTraits kTraits{
       .sparse_retention = true,
+      .window_in_events = true,
       // W - 1 + in-flight tokens, plus the block it straddles.
       .max_blocks =
           [](const GroupSpec& spec, const RequestReach& reach) {

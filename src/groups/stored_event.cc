@@ -1,6 +1,7 @@
 #include "groups/stored_event.h"
 
 #include "check.h"
+#include "groups/kind_traits.h"
 
 namespace hkv::internal {
 namespace {
@@ -93,7 +94,7 @@ void AnnotateKinds(std::vector<KvEvent>& events,
     if (auto* stored = std::get_if<BlockStored>(&event)) {
       const GroupSpec& spec = groups[ToIndex(stored->group)];
       stored->spec_kind = std::string(NamesOf(spec.kind).event_name);
-      if (spec.kind == GroupKind::kSlidingWindow) {
+      if (TraitsOf(spec.kind).window_in_events) {
         stored->sliding_window = spec.sliding_window;
       }
     }
