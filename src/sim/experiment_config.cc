@@ -116,7 +116,8 @@ Result<std::uint32_t> UsableBlocks(const CacheFields& f,
 }
 
 Result<CacheConfig> CacheFromGroups(const CacheFields& f,
-                                    const ExperimentOptions& o) {
+                                    const ExperimentOptions& o,
+                                    PoolLayout pools) {
   Result<std::vector<GroupSpec>> groups = ParseGroupList(f.groups);
   if (!groups) return Named(f.groups_name + f.groups, groups.error());
   Result<KeyFunction> key = ParseKeyFunction(o.key_function);
@@ -134,9 +135,7 @@ Result<CacheConfig> CacheFromGroups(const CacheFields& f,
                      .dcp = o.dcp,
                      .retention_interval = o.retention_interval,
                      .free_order = o.free_order};
-  Result<PoolLayout> pools = ParsePoolLayout(o.pools);
-  if (!pools) return Named("--pools", pools.error());
-  if (*pools != PoolLayout::kShared) {
+  if (pools != PoolLayout::kShared) {
     config.group_pool_blocks = internal::SplitIntoGroupPools(config, *usable);
     if (config.group_pool_blocks.empty()) {
       return Fail(ErrorCode::kInvalidArgument,
@@ -152,11 +151,14 @@ Result<CacheConfig> CacheFromGroups(const CacheFields& f,
 
 Result<SimConfig> ConfigOfGroups(const CacheFields& f,
                                  const ExperimentOptions& o) {
-  Result<CacheConfig> cache = CacheFromGroups(f, o);
+  Result<PoolLayout> pools = ParsePoolLayout(o.pools);
+  if (!pools) return Named("--pools", pools.error());
+  Result<CacheConfig> cache = CacheFromGroups(f, o, *pools);
   if (!cache) return tl::unexpected(cache.error());
-  return SimConfig{.label = f.groups,
-                   .cache = std::move(*cache),
-                   .split_pools_by_workload = o.pools == "workload"};
+  return SimConfig{
+      .label = f.groups,
+      .cache = std::move(*cache),
+      .split_pools_by_workload = *pools == PoolLayout::kPerGroupByWorkload};
 }
 
 }  // namespace

@@ -222,6 +222,7 @@ Result<void> SplitPoolsByWorkload(SimConfig& config, SimulationOptions engine,
   }
   double budget = 0.0;
   double kept = 0.0;
+  double floor_bytes = 0.0;
   std::vector<std::uint64_t> floor_blocks;
   for (std::size_t g = 0; g < cache.groups.size(); ++g) {
     budget += static_cast<double>(cache.group_pool_blocks[g]) * bytes_of(g);
@@ -233,10 +234,7 @@ Result<void> SplitPoolsByWorkload(SimConfig& config, SimulationOptions engine,
          .max_in_flight_tokens =
              cache.max_in_flight_tokens.value_or(cache.max_model_len),
          .dcp = cache.dcp}));
-  }
-  double floor_bytes = 0.0;
-  for (std::size_t g = 0; g < cache.groups.size(); ++g) {
-    floor_bytes += static_cast<double>(floor_blocks[g]) * bytes_of(g);
+    floor_bytes += static_cast<double>(floor_blocks.back()) * bytes_of(g);
   }
   if (kept <= 0.0 || floor_bytes > budget) return {};
   // The floors first, then the rest by what each group keeps.
