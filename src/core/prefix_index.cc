@@ -55,9 +55,9 @@ std::size_t PrefixIndex::SlotOf(const PrefixKey& key) const {
 }
 
 bool PrefixIndex::Contains(const PrefixKey& key, BlockId block) const {
-  for (std::uint32_t ref = slots_[SlotOf(key)].ref; ref != kNone;
-       ref = Reg(ref).next_dup) {
-    if (BlockOf(ref) == block) return true;
+  if (!HasKeys(block)) return false;
+  for (std::uint32_t ref = ToIndex(block); ref != kNone; ref = next_key(ref)) {
+    if (Reg(ref).key == key) return true;
   }
   return false;
 }

@@ -96,7 +96,8 @@ class PrefixIndex {
     }
   }
 
-  // O(blocks registered under `key`).
+  // O(keys of `block`): a popular key may be registered for thousands of
+  // blocks, a block holds a few keys.
   bool Contains(const PrefixKey& key, BlockId block) const;
   // Registers `block` under `key` after any blocks already there, and after
   // the block's other keys. O(blocks under `key` + keys of `block`).
