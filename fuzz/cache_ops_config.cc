@@ -94,6 +94,9 @@ void DecodeLimits(FuzzedDataProvider& in, CacheConfig& config) {
       config.retention_interval =
           SchedulerBlock(config) * in.ConsumeIntegralInRange(1u, 3u);
       break;
+    case 3:
+      config.retention = Retention::kPlacement;
+      break;
     default:
       break;
   }
@@ -167,9 +170,11 @@ std::string Describe(const CacheConfig& config) {
   out += " pools";
   for (std::uint32_t n : config.group_pool_blocks)
     out += " " + std::to_string(n);
-  out += " retention " + (config.retention_interval
-                              ? std::to_string(*config.retention_interval)
-                              : std::string("dense"));
+  out +=
+      " retention " +
+      (config.retention == Retention::kPlacement ? std::string("placement")
+       : config.retention_interval ? std::to_string(*config.retention_interval)
+                                   : std::string("dense"));
   out +=
       " caching " + std::to_string(config.caching == PrefixCaching::kEnabled);
   out += " events " + std::to_string(config.events == KvEventMode::kEnabled);

@@ -101,13 +101,17 @@ CacheConfig GenConfig() {
       config.num_blocks += config.group_pool_blocks.back();
     }
   }
-  // Retention: dense, resend positions only, or one per 1-3 scheduler blocks.
-  switch (*rc::gen::inRange(0, 3)) {
+  // Retention: dense, resend positions only, one per 1-3 scheduler blocks,
+  // or placement.
+  switch (*rc::gen::inRange(0, 4)) {
     case 1:
       config.retention_interval = 0;
       break;
     case 2:
       config.retention_interval = scheduler_block * *rc::gen::inRange(1u, 4u);
+      break;
+    case 3:
+      config.retention = Retention::kPlacement;
       break;
     default:
       break;
@@ -259,6 +263,7 @@ class HybridHarness {
              << (config_.retention_interval
                      ? static_cast<int>(*config_.retention_interval)
                      : -1)
+             << (config_.retention == Retention::kPlacement ? " placement" : "")
              << "\n";
   }
 

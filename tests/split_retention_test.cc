@@ -41,6 +41,7 @@ struct Row {
   Positions chunks;          // the prompt's chunk lengths
   Positions states;          // positions of the recurrent states keyed after it
   std::uint32_t resend = 0;  // the identical prompt's hit
+  bool placement = false;    // Retention::kPlacement (retention unset)
 };
 
 class SplitRetentionTest : public ::testing::Test {
@@ -55,7 +56,9 @@ class SplitRetentionTest : public ::testing::Test {
                                 .checkpoint_blocks = row.exports ? 1u : 0u}},
                     .num_blocks = 64,
                     .keys = {.hash_unit = unit},
-                    .retention_interval = row.retention});
+                    .retention_interval = row.retention,
+                    .retention = row.placement ? Retention::kPlacement
+                                               : Retention::kReference});
   }
   Request Make(std::uint64_t id, std::uint32_t prompt) const {
     return Request({.id = RequestId{id}}, Range(0, prompt),
@@ -98,8 +101,9 @@ class SplitRetentionTest : public ::testing::Test {
              const Row& row) {
     SCOPED_TRACE(::testing::Message()
                  << "R="
-                 << (row.retention ? std::to_string(*row.retention)
-                                   : std::string("dense"))
+                 << (row.placement   ? std::string("placement")
+                     : row.retention ? std::to_string(*row.retention)
+                                     : std::string("dense"))
                  << " export=" << row.exports << " eagle=" << row.eagle);
     Build(unit, row);
     const Request r = Make(1, prompt);
@@ -196,6 +200,26 @@ TEST_F(SplitRetentionTest, BudgetChunksKeepOnlyNamedStates) {
       {8192, true, false, {4096, 4096, 2049}, {8192, 10240}, 10240},
   };
   for (const Row& row : rows) Check(2048, 10241, 4096, row);
+}
+
+// Placement (hkv/cache_config.h) keeps one position per boundary, where a
+// lookup lands: at h = 512, P = 4097, budget 8192, P - 1 = 4096 lands on
+// 4096, or with EAGLE one unit lower on 3584; the scheduler block's 4096
+// and 2048 that R = 0 adds are neither stops nor kept.
+//   No EAGLE: as R = 0 (its only position is 4096).
+//   EAGLE: stops at last (2048), the tail and placement's 3584, the block
+//   end; §3.4.7 maps 3584 to block 0 (the state at 2048 stays), the
+//   checkpoint's partial entry is 3584, and block 1's 4096 is not kept.
+//   EAGLE, exporting: the only stop is 3584, where the chunk ends and
+//   leaves the state; [3584, 4097) stops at the block end.
+TEST_F(SplitRetentionTest, PlacementKeepsOnlyWhereLookupsLand) {
+  const std::vector<Row> rows = {
+      {kDense, false, false, {4096, 1}, {4096}, 4096, true},
+      {kDense, false, true, {2048, 1536, 512, 1}, {2048, 3584}, 3584, true},
+      {kDense, true, false, {4097}, {4096}, 4096, true},
+      {kDense, true, true, {3584, 512, 1}, {3584}, 3584, true},
+  };
+  for (const Row& row : rows) Check(512, 4097, 8192, row);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "hkv/group_spec.h"
@@ -18,6 +19,20 @@ namespace hkv {
 
 enum class PrefixCaching { kEnabled, kDisabled };
 enum class KvEventMode { kDisabled, kEnabled };
+
+// Where sparse retention keeps window tails and recurrent states
+// (docs/beyond.md). kReference: as CacheConfig::retention_interval says
+// (spec §3.5: at a boundary, every position a lookup may land on, at the
+// alignment and at the scheduler block). kPlacement: sparse, with one
+// position per prompt end and per shared-prefix junction (where a later
+// request diverged from a cached chain): the one a lookup reaching that
+// boundary lands on, the alignment below it, one unit lower when a draft
+// model rewinds; a state costs a whole slot, so none is kept where no hit
+// lands.
+enum class Retention { kReference, kPlacement };
+
+// "reference" or "placement"; kInvalidArgument naming the text otherwise.
+[[nodiscard]] Result<Retention> ParseRetention(std::string_view text);
 
 // Limits (hkv/limits.h), refused by Validate: num_blocks, speculative and
 // scratch blocks at most kMaxPoolBlocks; max_model_len, max_in_flight_tokens,
@@ -41,6 +56,8 @@ struct CacheConfig {
   // Unset: all of them (dense). 0: only where a resend of the prompt lands.
   // R > 0 (a multiple of the scheduler block): also one per R tokens.
   std::optional<std::uint32_t> retention_interval = std::nullopt;
+  // kPlacement chooses its own positions: retention_interval must be unset.
+  Retention retention = Retention::kReference;
   PrefixCaching caching = PrefixCaching::kEnabled;
   KvEventMode events = KvEventMode::kDisabled;
   // Where freed blocks without a key go (spec §1.3): the front of the free

@@ -54,6 +54,7 @@ struct ExperimentOptions {
   std::optional<std::uint64_t> capacity_tokens = {};
   std::uint32_t dcp = 1;
   std::optional<std::uint32_t> retention_interval = {};
+  std::string retention = "reference";  // Retention: reference, placement
   FreeOrder free_order = FreeOrder::kPrependUncached;
   std::string pools = "shared";  // PoolLayout: shared, per-group, workload
   std::string key_function = "xxh3_128_cbor";

@@ -61,6 +61,7 @@ struct ReplayOptions {
   std::uint32_t max_num_batched_tokens = 8192;
   // CacheConfig::retention_interval: unset dense, 0 resend positions only.
   std::optional<std::uint32_t> retention_interval = std::nullopt;
+  Retention retention = Retention::kReference;  // CacheConfig::retention
   // CacheConfig::free_order.
   FreeOrder free_order = FreeOrder::kPrependUncached;
   // Called with (requests done, total) after every 1000 requests and once at

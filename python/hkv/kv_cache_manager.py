@@ -32,6 +32,19 @@ _FREE_ORDERS = {"prepend_uncached": _hkv.FreeOrder.PREPEND_UNCACHED,
                 "append_all": _hkv.FreeOrder.APPEND_ALL}
 
 
+_RETENTIONS = {"reference": _hkv.Retention.REFERENCE,
+               "placement": _hkv.Retention.PLACEMENT}
+
+
+def _retention(value):
+    if isinstance(value, _hkv.Retention):
+        return value
+    if value not in _RETENTIONS:
+        raise _hkv.UsageError(f"retention {value!r} is not one of "
+                              f"{sorted(_RETENTIONS)}")
+    return _RETENTIONS[value]
+
+
 def _free_order(value):
     if isinstance(value, _hkv.FreeOrder):
         return value
@@ -55,7 +68,10 @@ class KVCacheManager:
     fork's order) or ``"append_all"`` (the back, upstream vLLM's), or an
     hkv.FreeOrder. ``group_pool_blocks``: None (one pool, the reference's)
     or per-group pools, one block count per group; ``num_blocks`` is then
-    1 + their sum (docs/beyond.md).
+    1 + their sum (docs/beyond.md). ``retention``: ``"reference"`` (the
+    reference's retention, as ``retention_interval`` says) or
+    ``"placement"`` (one recurrent state per prompt end and per
+    shared-prefix junction, where a lookup lands; docs/beyond.md).
     Raises hkv.Error for a config CacheConfig::Validate rejects.
     """
 
@@ -63,7 +79,7 @@ class KVCacheManager:
                  key_function="sha256_cbor", enable_caching=True,
                  enable_kv_cache_events=False, seed=None,
                  free_order="prepend_uncached", group_pool_blocks=None,
-                 **limits):
+                 retention="reference", **limits):
         config = _hkv.CacheConfig()
         config.groups = make_groups(groups)
         config.num_blocks = whole("num_blocks", num_blocks)
@@ -81,6 +97,7 @@ class KVCacheManager:
         config.events = (_hkv.KvEventMode.ENABLED if enable_kv_cache_events
                          else _hkv.KvEventMode.DISABLED)
         config.free_order = _free_order(free_order)
+        config.retention = _retention(retention)
         if group_pool_blocks is not None:
             config.group_pool_blocks = [whole("group_pool_blocks", n)
                                         for n in group_pool_blocks]

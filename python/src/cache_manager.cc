@@ -34,6 +34,9 @@ void BindEnums(py::module_& m) {
   py::enum_<FreeOrder>(m, "FreeOrder")
       .value("PREPEND_UNCACHED", FreeOrder::kPrependUncached)
       .value("APPEND_ALL", FreeOrder::kAppendAll);
+  py::enum_<Retention>(m, "Retention")
+      .value("REFERENCE", Retention::kReference)
+      .value("PLACEMENT", Retention::kPlacement);
   py::enum_<KvEventMode>(m, "KvEventMode")
       .value("DISABLED", KvEventMode::kDisabled)
       .value("ENABLED", KvEventMode::kEnabled);
@@ -97,6 +100,7 @@ void BindConfig(py::module_& m) {
       .def_readwrite("keys", &CacheConfig::keys)
       .def_readwrite("dcp", &CacheConfig::dcp)
       .def_readwrite("retention_interval", &CacheConfig::retention_interval)
+      .def_readwrite("retention", &CacheConfig::retention)
       .def_readwrite("caching", &CacheConfig::caching)
       .def_readwrite("events", &CacheConfig::events)
       .def_readwrite("free_order", &CacheConfig::free_order)

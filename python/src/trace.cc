@@ -78,6 +78,11 @@ ReplayOptions ToReplayOptions(const py::kwargs& kwargs) {
       o.retention_interval = Convert<std::optional<std::uint32_t>>(value, what);
     } else if (name == "free_order") {
       o.free_order = Convert<FreeOrder>(value, what);
+    } else if (name == "retention") {
+      o.retention =
+          py::isinstance<py::str>(value)
+              ? ValueOrThrow(ParseRetention(Convert<std::string>(value, what)))
+              : Convert<Retention>(value, what);
     } else {
       throw UsageError("replay() got an unexpected keyword " + name);
     }

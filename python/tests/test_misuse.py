@@ -203,3 +203,28 @@ def test_per_group_pools():
     with pytest.raises(hkv.UsageError, match="group_pool_blocks"):
         hkv.KVCacheManager(groups="full:4", num_blocks=4,
                            group_pool_blocks=[-3])
+
+
+def test_placement_retention():
+    # One recurrent state per boundary, where a lookup lands: a resend of
+    # a 33-token prompt resumes at 32 under either retention.
+    for retention in ("placement", hkv.Retention.PLACEMENT, "reference"):
+        kv = hkv.KVCacheManager(groups="full:4,recurrent:4", num_blocks=40,
+                                retention=retention)
+        first = kv.make_request("a", list(range(33)))
+        kv.get_computed_blocks(first)
+        done = 0
+        while done < 33:  # chunks as the split cuts them: [0, 32), [32, 33)
+            n = kv.split_prefill(first, 33 - done)
+            assert kv.allocate_slots(first, n) is not None
+            done += n
+            kv.commit(first, done)
+        kv.free(first)
+        again = kv.make_request("b", list(range(33)))
+        _, hit = kv.get_computed_blocks(again)
+        assert hit == 32
+    with pytest.raises(hkv.Error, match="leave retention_interval unset"):
+        hkv.KVCacheManager(groups="full:4,recurrent:4", num_blocks=40,
+                           retention="placement", retention_interval=0)
+    with pytest.raises(hkv.UsageError, match="retention 'dense'"):
+        hkv.KVCacheManager(groups="full:4", num_blocks=4, retention="dense")

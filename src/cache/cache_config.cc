@@ -93,6 +93,12 @@ Result<void> ValidateGroup(const GroupSpec& group, std::size_t index,
 
 Result<void> ValidateRetention(const CacheConfig& config,
                                std::uint64_t scheduler_block) {
+  if (config.retention == Retention::kPlacement && config.retention_interval) {
+    return Invalid(
+        "retention placement chooses its own positions; leave "
+        "retention_interval unset (got " +
+        Num(*config.retention_interval) + ")");
+  }
   if (!config.retention_interval || *config.retention_interval == 0) return {};
   const std::uint32_t r = *config.retention_interval;
   if (r % scheduler_block != 0) {
@@ -234,6 +240,14 @@ Result<void> CacheConfig::Validate() const {
     return ok;
   }
   return ValidateAlignment(*this);
+}
+
+Result<Retention> ParseRetention(std::string_view text) {
+  if (text == "reference") return Retention::kReference;
+  if (text == "placement") return Retention::kPlacement;
+  return Fail(
+      ErrorCode::kInvalidArgument,
+      "retention \"" + std::string(text) + "\" is not reference or placement");
 }
 
 }  // namespace hkv

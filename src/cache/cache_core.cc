@@ -257,8 +257,8 @@ void CacheCore::Commit(const Request& request,
   if (!pool_.caching_enabled()) return;
   // Only partial tails and sparse retention read the replay positions; a
   // decode step of a plain model skips computing them.
-  const bool needs_replay =
-      geometry_.facts.partial_hits || config_.retention_interval.has_value();
+  const bool needs_replay = geometry_.facts.partial_hits ||
+                            geometry_.facts.retention_interval.has_value();
   const std::vector<std::uint32_t> replay =
       needs_replay
           ? ReplayBoundaries(geometry_, request, state.shared_prefix_boundary)

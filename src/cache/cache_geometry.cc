@@ -102,7 +102,9 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
   facts.scheduler_block = lcm;
   facts.partial_hits = PartialHits(config);
   facts.alignment = facts.partial_hits ? unit : lcm;
-  facts.retention_interval = config.retention_interval;
+  facts.placement = config.retention == Retention::kPlacement;
+  facts.retention_interval = facts.placement ? std::optional<std::uint32_t>{0}
+                                             : config.retention_interval;
   geometry.spec_groups = SpecGroupsOf(config);
 
   // Recurrent groups keep their prompt checkpoint one unit lower when a
@@ -111,6 +113,14 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
     if (g.rewind == DraftRewind::kEagle)
       facts.draft_model = DraftRewind::kEagle;
   }
+  facts.junction_rewound =
+      facts.draft_model == DraftRewind::kEagle &&
+      std::all_of(geometry.spec_groups.begin(), geometry.spec_groups.end(),
+                  [](const SpecGroup& g) {
+                    const KindTraits& traits = TraitsOf(g.kind);
+                    return !traits.covers_positions || traits.keeps_states ||
+                           g.rewind == DraftRewind::kEagle;
+                  });
   for (std::size_t i = 0; i < config.groups.size(); ++i) {
     const GroupSpec& spec = config.groups[i];
     const GroupId id{static_cast<std::uint32_t>(i)};

@@ -7,6 +7,26 @@
 
 namespace hkv::internal {
 
+void AddRetainedPositions(std::uint32_t boundary, Boundary kind,
+                          const CacheFacts& facts,
+                          std::vector<std::uint32_t>& out) {
+  const bool rewind = facts.draft_model == DraftRewind::kEagle;
+  const auto add = [&out](std::uint32_t p) {
+    if (p > 0 && std::find(out.begin(), out.end(), p) == out.end()) {
+      out.push_back(p);
+    }
+  };
+  if (facts.placement) {
+    const bool rewound = kind == Boundary::kJunction && facts.junction_rewound;
+    add(ReachablePositions(boundary, facts.alignment, rewind && !rewound)
+            .back());
+    return;
+  }
+  for (std::uint32_t a : {facts.alignment, facts.scheduler_block}) {
+    for (std::uint32_t p : ReachablePositions(boundary, a, rewind)) add(p);
+  }
+}
+
 std::vector<std::uint32_t> ResendBoundaries(const CacheGeometry& geometry,
                                             const Request& request) {
   const std::uint32_t prompt = request.num_prompt_tokens();
@@ -14,6 +34,10 @@ std::vector<std::uint32_t> ResendBoundaries(const CacheGeometry& geometry,
   const bool rewind = geometry.facts.draft_model == DraftRewind::kEagle;
   const std::uint32_t s = geometry.facts.scheduler_block;
   std::vector<std::uint32_t> out;
+  if (geometry.facts.placement) {
+    AddRetainedPositions(resend, Boundary::kResend, geometry.facts, out);
+    return out;
+  }
   if (geometry.facts.partial_hits) {
     for (std::uint32_t a : {geometry.facts.alignment, s}) {
       for (std::uint32_t p : ReachablePositions(resend, a, rewind)) {
@@ -38,17 +62,10 @@ std::vector<std::uint32_t> ReplayBoundaries(const CacheGeometry& geometry,
                                             const Request& request,
                                             std::uint32_t junction) {
   std::vector<std::uint32_t> out = ResendBoundaries(geometry, request);
-  if (junction == 0) return out;
-  // The junction where a sibling's prefix ends, at both alignments (spec
-  // §3.5): the state a chunk stopping there leaves serves the siblings.
-  const bool rewind = geometry.facts.draft_model == DraftRewind::kEagle;
-  for (std::uint32_t a :
-       {geometry.facts.alignment, geometry.facts.scheduler_block}) {
-    for (std::uint32_t p : ReachablePositions(junction, a, rewind)) {
-      if (p > 0 && std::find(out.begin(), out.end(), p) == out.end()) {
-        out.push_back(p);
-      }
-    }
+  // The junction where a sibling's prefix ends (spec §3.5): the state a
+  // chunk stopping there leaves serves the siblings.
+  if (junction > 0) {
+    AddRetainedPositions(junction, Boundary::kJunction, geometry.facts, out);
   }
   return out;
 }

@@ -13,6 +13,20 @@
 
 namespace hkv::internal {
 
+// A boundary sparse retention keeps states for: a prompt's P - 1, or a
+// shared-prefix junction (the longest hit some group found, rewound when
+// CacheFacts::junction_rewound).
+enum class Boundary { kResend, kJunction };
+
+// The positions sparse retention keeps for a boundary, appended to `out`
+// unless already there or 0. The reference: every position a lookup capped
+// there may land on, at the alignment and at the scheduler block.
+// Placement: only the one a lookup reaching it lands on (the alignment
+// below it, one unit lower when lookups rewind and it is not rewound yet).
+void AddRetainedPositions(std::uint32_t position, Boundary boundary,
+                          const CacheFacts& facts,
+                          std::vector<std::uint32_t>& out);
+
 // Where a resend of the request's prompt lands: P - 1 at the alignment and
 // at the scheduler block (and one unit lower each when lookups rewind).
 std::vector<std::uint32_t> ResendBoundaries(const CacheGeometry& geometry,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "cache/commit_rules.h"
 #include "groups/kind_traits.h"
 #include "groups/recurrent_state.h"
 #include "groups/retention.h"
@@ -90,25 +91,26 @@ class FirstStop {
 
 // With R = 0 the recurrent states are kept only at the positions a resend
 // or a sibling at the junction resumes from (spec §3.5's expansion of
-// P - 1 and J at the alignment and the scheduler block), so chunks stop
-// there. An exporting chunk does not stop at floor(end / b) * b: the export
-// takes the slot the state there would need.
+// P - 1 and J at the alignment and the scheduler block; under placement
+// the one position a lookup lands on), so chunks stop there. An exporting chunk
+// does not stop at floor(end / b) * b: the export takes the slot the state
+// there would need.
 void ConsiderResendPositions(const SplitInput& input, std::uint32_t end,
                              bool exports, FirstStop& stops) {
   const std::uint32_t prompt = input.num_prompt_tokens;
-  const bool rewind = input.facts.draft_model == DraftRewind::kEagle;
   const std::uint32_t b = input.rules.export_block;
   // 0 is never a stop.
   const std::uint32_t skipped = exports && end % b != 0 ? end / b * b : 0;
-  for (std::uint32_t x :
-       {prompt > 0 ? prompt - 1 : 0u, input.chunk.shared_prefix_boundary}) {
-    if (x == 0) continue;
-    for (std::uint32_t a :
-         {input.facts.alignment, input.facts.scheduler_block}) {
-      for (std::uint32_t p : ReachablePositions(x, a, rewind)) {
-        if (p != skipped) stops.Consider(p);
-      }
-    }
+  std::vector<std::uint32_t> positions;
+  if (prompt > 0) {
+    AddRetainedPositions(prompt - 1, Boundary::kResend, input.facts, positions);
+  }
+  if (const std::uint32_t junction = input.chunk.shared_prefix_boundary;
+      junction > 0) {
+    AddRetainedPositions(junction, Boundary::kJunction, input.facts, positions);
+  }
+  for (std::uint32_t p : positions) {
+    if (p != skipped) stops.Consider(p);
   }
 }
 

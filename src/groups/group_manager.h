@@ -34,8 +34,14 @@ struct CacheFacts {
   bool partial_hits = false;           // A is the hash unit, below some block
   // Whether any group feeds a draft model.
   DraftRewind draft_model = DraftRewind::kNone;
-  // Sparse retention (see groups/retention.h); unset: dense.
+  // Sparse retention (see groups/retention.h); unset: dense. 0 under
+  // placement, which keeps one position per boundary.
   std::optional<std::uint32_t> retention_interval = std::nullopt;
+  bool placement = false;
+  // Whether a shared-prefix junction (the longest hit any group found) is
+  // already rewound: a draft model exists and every group covering
+  // positions without states rewinds its own hits.
+  bool junction_rewound = false;
 };
 
 // Fixed facts of one group, decided by the cache core at construction.

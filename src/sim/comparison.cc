@@ -11,6 +11,14 @@
 namespace hkv {
 namespace {
 
+// How the configurations keep states, as the report names it.
+std::string RetentionText(const ExperimentOptions& e) {
+  if (e.retention == "placement") return "placement";
+  return e.retention_interval
+             ? "retention interval " + std::to_string(*e.retention_interval)
+             : "dense retention";
+}
+
 // One run: the configuration's cache under the options' engine.
 struct RunSpec {
   const SimConfig* config;
@@ -95,6 +103,7 @@ std::array<LookupTimes, kNumHitClasses> Lookups(
 Result<void> RunSensitivity(RunSpec run, ConfigurationOutcome& out,
                             std::vector<SimulationResult>& runs) {
   SimConfig config = *run.config;
+  config.cache.retention = Retention::kReference;
   config.cache.retention_interval = 0;
   run.config = &config;
   run.label = out.config.label + " interval 0";
@@ -240,10 +249,7 @@ Result<Comparison> RunGeometryComparison(
                .cost_model = e.cost_model,
                .trace = e.workload,
                .trace_requests = trace->size(),
-               .retention = e.retention_interval
-                                ? "retention interval " +
-                                      std::to_string(*e.retention_interval)
-                                : "dense retention",
+               .retention = RetentionText(e),
                .objective = options.objective,
                .capacity_tolerance = options.capacity_tolerance};
   const Shared shared{&options, &e, &*trace, &progress};

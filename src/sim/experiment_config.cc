@@ -122,6 +122,8 @@ Result<CacheConfig> CacheFromGroups(const CacheFields& f,
   if (!groups) return Named(f.groups_name + f.groups, groups.error());
   Result<KeyFunction> key = ParseKeyFunction(o.key_function);
   if (!key) return Named("--key-function", key.error());
+  Result<Retention> retention = ParseRetention(o.retention);
+  if (!retention) return Named("--retention", retention.error());
   if (Result<void> ok = CheckDcp(*groups, o.dcp); !ok) {
     return tl::unexpected(ok.error());
   }
@@ -134,6 +136,7 @@ Result<CacheConfig> CacheFromGroups(const CacheFields& f,
                      .keys = {.function = *key, .hash_unit = unit},
                      .dcp = o.dcp,
                      .retention_interval = o.retention_interval,
+                     .retention = *retention,
                      .free_order = o.free_order};
   if (pools != PoolLayout::kShared) {
     config.group_pool_blocks = internal::SplitIntoGroupPools(config, *usable);

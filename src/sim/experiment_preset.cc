@@ -95,6 +95,8 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
   Result<PoolLayout> pools = ParsePoolLayout(o.pools);
   if (!pools) return Named("--pools", pools.error());
   spec.pools = *pools;
+  Result<Retention> retention = ParseRetention(o.retention);
+  if (!retention) return Named("--retention", retention.error());
   const std::uint64_t sharded = std::uint64_t{spec.target_block} * spec.dcp;
   if (sharded > std::numeric_limits<std::uint32_t>::max()) {
     return Fail(ErrorCode::kInvalidArgument,
@@ -112,9 +114,11 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
     resolved->cache.keys.function = *key;
   }
   resolved->cache.retention_interval = o.retention_interval;
+  resolved->cache.retention = *retention;
   resolved->cache.free_order = o.free_order;
   return SimConfig{
-      .label = geometry + PoolLabel(spec.pools),
+      .label = geometry + PoolLabel(spec.pools) +
+               (*retention == Retention::kPlacement ? " placement" : ""),
       .cache = std::move(resolved->cache),
       .page_bytes = std::move(resolved->page_bytes),
       .groups = std::move(resolved->description),

@@ -56,6 +56,7 @@ CacheConfig ConfigOf(const ReplayOptions& options) {
                    .hash_unit = EffectiveHashUnit(options)},
           .dcp = options.dcp,
           .retention_interval = options.retention_interval,
+          .retention = options.retention,
           .free_order = options.free_order};
 }
 

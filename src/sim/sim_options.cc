@@ -32,6 +32,9 @@ Result<void> CheckGroupList(const std::string& text) {
 Result<void> CheckKeyFunction(const std::string& text) {
   return Refusal(ParseKeyFunction(text));
 }
+Result<void> CheckRetention(const std::string& text) {
+  return Refusal(ParseRetention(text));
+}
 Result<void> CheckPools(const std::string& text) {
   return Refusal(ParsePoolLayout(text));
 }
@@ -113,6 +116,15 @@ std::vector<SimOption> PoolOptions() {
        .help = "Sparse retention R (default: keep all states)",
        .max = kU32,
        .varied = true},
+      {.name = "retention",
+       .field = &O::retention,
+       .help = "reference: states and window tails where "
+               "--retention-interval says (the reference); placement: one "
+               "state per prompt end and per shared-prefix junction, where "
+               "a lookup lands (docs/beyond.md)",
+       .varied = true,
+       .check = &CheckRetention,
+       .value_name = "{reference,placement}"},
   };
 }
 

@@ -27,6 +27,7 @@ struct ReplayCommandOptions {
   std::uint32_t dcp = 1;
   std::uint32_t max_batched_tokens = 8192;
   std::optional<std::uint32_t> retention_interval = std::nullopt;
+  std::string retention = "reference";
   FreeOrder free_order = FreeOrder::kPrependUncached;
   bool json = false;
 };

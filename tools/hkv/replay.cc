@@ -19,6 +19,7 @@
 #include "hkv/keys.h"
 #include "hkv/limits.h"
 #include "hkv/mooncake_trace.h"
+#include "hkv/sim_options.h"
 #include "numbers.h"
 
 namespace hkv::cli {
@@ -149,6 +150,9 @@ void AddRunOptions(CLI::App& sub, ReplayCommandOptions& o) {
                  "Keep window blocks and recurrent states only where a "
                  "resend lands (0) or also one per N tokens (default: all)")
       ->check(WholeIn(0, kU32));
+  sub.add_option("--retention", o.retention, FindSimOption("retention")->help)
+      ->check(CLI::IsMember({"reference", "placement"}))
+      ->capture_default_str();
   AddFreeOrderOption(sub, o.free_order);
   sub.add_option("--hash-unit", o.hash_unit,
                  "Tokens per prefix key; must divide every block (0: the "
@@ -195,6 +199,8 @@ int RunReplay(const ReplayCommandOptions& options) {
   const Clock::time_point start = Clock::now();
   Result<KeyFunction> key_function = ParseKeyFunction(options.key_function);
   if (!key_function) return Failure("replay", key_function.error());
+  const Result<Retention> retention = ParseRetention(options.retention);
+  if (!retention) return Failure("replay", retention.error());
   Result<std::vector<GroupSpec>> groups = std::vector<GroupSpec>{};
   if (!options.groups.empty()) groups = ParseGroupList(options.groups);
   if (!groups) return Failure("replay", groups.error());
@@ -216,6 +222,7 @@ int RunReplay(const ReplayCommandOptions& options) {
                .dcp = options.dcp,
                .max_num_batched_tokens = options.max_batched_tokens,
                .retention_interval = options.retention_interval,
+               .retention = *retention,
                .free_order = options.free_order,
                .progress = [start](std::size_t done, std::size_t total) {
                  // Quick runs stay quiet; long ones show they are alive.
