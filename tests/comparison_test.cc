@@ -166,8 +166,37 @@ TEST(ComparisonTest, ExtraGeometriesAddColumnsOnce) {
   ASSERT_TRUE(ab.has_value());
   EXPECT_THAT(
       ab->geometries,
-      ::testing::ElementsAre("256/256/256", "2048/2048/2048", "2048/2048/256",
-                             "2048/256/256", "4096/256/256"));
+      ::testing::ElementsAre(
+          "256/256/256", "2048/2048/2048", "2048/2048/256", "2048/256/256",
+          "2048/2048/2048,retention=placement",
+          "2048/256/256,retention=placement",
+          "256/256/256,pools=workload,retention=placement", "4096/256/256"));
+}
+
+// A configuration is a geometry with settings of its own; an unknown
+// setting or value is refused, naming the configuration.
+TEST(ComparisonTest, ConfigurationSettingsAreNamedWhenWrong) {
+  GeometryComparisonOptions o;
+  o.experiment.limit = 5;
+  o.experiment.data_dir = HKV_DATA_DIR;
+  o.scenarios.clear();
+  o.sensitivity = false;
+  o.geometries = {"2048/256/256,pool=workload"};
+  Result<Comparison> c = RunGeometryComparison(o, {});
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().message,
+            "2048/256/256,pool=workload: \"pool=workload\" is not "
+            "pools=LAYOUT or retention=RETENTION");
+  o.geometries = {"2048/256/256,retention=dense"};
+  c = RunGeometryComparison(o, {});
+  ASSERT_FALSE(c.has_value());
+  EXPECT_THAT(c.error().message, ::testing::HasSubstr("\"dense\""));
+  o.geometries = {"2048/256/256,retention=placement,pools=per-group"};
+  c = RunGeometryComparison(o, {});
+  ASSERT_TRUE(c.has_value()) << c.error().message;
+  EXPECT_EQ(c->configurations.at(0).config.label,
+            "2048/256/256 per-group placement");
+  EXPECT_FALSE(RunsAsTheReference(c->configurations.at(0).config));
 }
 
 // The per-configuration comparison needs its configurations: without them
@@ -214,7 +243,10 @@ TEST(ComparisonTest, BudgetSweepRunsEveryGeometryAtEachBudget) {
         (*points)[0].comparison.configurations.at(g);
     const ConfigurationOutcome& large =
         (*points)[1].comparison.configurations.at(g);
-    EXPECT_EQ(small.config.label, ab->geometries[g]);
+    // The label is the geometry, then what its settings change.
+    const std::string& entry = ab->geometries[g];
+    EXPECT_THAT(small.config.label,
+                ::testing::StartsWith(entry.substr(0, entry.find(','))));
     EXPECT_TRUE(small.scenarios.empty());
     EXPECT_EQ(small.trace.per_request.size(), 20u);
     EXPECT_LT(small.config.capacity->engine_pool_tokens,

@@ -36,8 +36,17 @@ struct GeometryComparisonOptions {
   // The deployment, engine and trace (workload empty: the bundled
   // conversation trace, cut to kCompareDefaultLimit unless limit is set).
   ExperimentOptions experiment = {.preset = "glm53-flash-gb10x4"};
-  std::vector<std::string> geometries = {"256/256/256", "2048/2048/2048",
-                                         "2048/2048/256", "2048/256/256"};
+  // Configurations: a page geometry, optionally with ",pools=LAYOUT" and
+  // ",retention=RETENTION" (hkv/deployment.h, hkv/cache_config.h). The
+  // reviewers' four run as the reference does; hkv's beyond them.
+  std::vector<std::string> geometries = {
+      "256/256/256",
+      "2048/2048/2048",
+      "2048/2048/256",
+      "2048/256/256",
+      "2048/2048/2048,retention=placement",
+      "2048/256/256,retention=placement",
+      "256/256/256,pools=workload,retention=placement"};
   std::vector<std::string> scenarios = {
       "cold-prefill", "resend", "shared-prefix", "needle", "decode-cell"};
   Objective objective = Objective::kTtftP50;
@@ -125,7 +134,22 @@ struct Comparison {
   // The rule again with the trace under retention interval 0 (empty
   // without sensitivity runs).
   std::optional<Recommendation> interval0 = std::nullopt;
+  // When the winner runs beyond the reference (per-group pools or
+  // placement) and some configuration runs as the reference does: the
+  // rule's winner among those (an index into the configurations), and one
+  // sentence on what it leaves behind.
+  std::optional<std::size_t> reference_best = std::nullopt;
+  std::string beyond_reference = {};
 };
+
+// Whether a configuration runs as the reference does: one shared pool and
+// the reference's retention.
+bool RunsAsTheReference(const SimConfig& config);
+
+// Sets c.reference_best and c.beyond_reference from c.recommendation (both
+// empty unless the winner runs beyond the reference and some configuration
+// runs as it does).
+void CompareWithTheReference(Comparison& c);
 
 // The candidate of a configuration: capacity (engine-logged concurrency at
 // max_model_len, else hkv's estimate), the trace's TTFT and reuse, the
@@ -152,9 +176,12 @@ Candidate CandidateOf(const ConfigurationOutcome& outcome,
 std::vector<std::string> SearchGeometries();
 
 // `hkv compare --search`: every SearchGeometries() geometry under dense
-// retention and under retention interval 0 (labels "T/R/U dense", "T/R/U
-// interval 0") on the options' trace only (no scenarios, no sensitivity
-// runs), ranked by the rule: 14 trace runs, `progress` called as they go.
+// retention, retention interval 0, placement, and placement in per-group
+// pools split by the workload (labels "T/R/U dense", "T/R/U interval 0",
+// "T/R/U placement", "T/R/U workload pools placement") on the options'
+// trace only (no scenarios, no sensitivity runs), ranked by the rule: 28
+// trace runs (and 7 unlimited-pool runs to split the pools), `progress`
+// called as they go.
 // Returns the first error, prefixed by the configuration.
 [[nodiscard]] Result<Comparison> RunGeometrySearch(
     const GeometryComparisonOptions& options, const SimProgress& progress);

@@ -70,6 +70,11 @@ struct Recommendation {
   std::string why = {};      // one sentence
 };
 
+// One sentence: how `ours` fares against `theirs` (the reference's best)
+// on the objective, with the ratios of reused tokens and capacity.
+std::string AgainstTheReference(const Candidate& ours, const Candidate& theirs,
+                                Objective objective);
+
 // Applies the rule. REQUIRES: `candidates` is not empty; 0 <=
 // capacity_tolerance < 1. O(n log n).
 Recommendation Recommend(std::span<const Candidate> candidates,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
 #include <utility>
 
 #include "sim/experiment_util.h"
@@ -17,6 +18,33 @@ std::string RetentionText(const ExperimentOptions& e) {
   return e.retention_interval
              ? "retention interval " + std::to_string(*e.retention_interval)
              : "dense retention";
+}
+
+// A configuration entry: a geometry, then ",pools=LAYOUT" and
+// ",retention=RETENTION" in any order, over the comparison's options.
+Result<SimConfig> ConfigurationOf(const std::string& entry,
+                                  ExperimentOptions options) {
+  std::string_view rest = entry;
+  const std::string geometry(rest.substr(0, rest.find(',')));
+  rest.remove_prefix(std::min(rest.size(), geometry.size() + 1));
+  while (!rest.empty()) {
+    const std::string_view setting = rest.substr(0, rest.find(','));
+    rest.remove_prefix(std::min(rest.size(), setting.size() + 1));
+    const std::size_t eq = setting.find('=');
+    const std::string_view key = setting.substr(0, eq);
+    const std::string value(
+        eq == std::string_view::npos ? "" : setting.substr(eq + 1));
+    if (key == "pools") {
+      options.pools = value;
+    } else if (key == "retention") {
+      options.retention = value;
+    } else {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "\"" + std::string(setting) +
+                      "\" is not pools=LAYOUT or retention=RETENTION");
+    }
+  }
+  return DeploymentConfig(geometry, options);
 }
 
 // One run: the configuration's cache under the options' engine.
@@ -99,17 +127,22 @@ std::array<LookupTimes, kNumHitClasses> Lookups(
   return out;
 }
 
-// The trace again under retention interval 0 and with an unlimited pool.
+// The trace again under retention interval 0 (a placement configuration
+// keeps its own sparse retention: its run as it is) and with an unlimited
+// pool.
 Result<void> RunSensitivity(RunSpec run, ConfigurationOutcome& out,
                             std::vector<SimulationResult>& runs) {
   SimConfig config = *run.config;
-  config.cache.retention = Retention::kReference;
-  config.cache.retention_interval = 0;
   run.config = &config;
-  run.label = out.config.label + " interval 0";
-  Result<SimulationResult> interval0 = RunOne(run, nullptr);
-  if (!interval0) return tl::unexpected(interval0.error());
-  out.interval0 = std::move(*interval0);
+  if (config.cache.retention == Retention::kPlacement) {
+    out.interval0 = out.trace;
+  } else {
+    config.cache.retention_interval = 0;
+    run.label = out.config.label + " interval 0";
+    Result<SimulationResult> interval0 = RunOne(run, nullptr);
+    if (!interval0) return tl::unexpected(interval0.error());
+    out.interval0 = std::move(*interval0);
+  }
   config = out.config;
   // One pool that never evicts: how it would be split does not matter.
   config.cache.group_pool_blocks.clear();
@@ -132,7 +165,7 @@ struct Shared {
 
 Result<ConfigurationOutcome> RunConfiguration(const std::string& geometry,
                                               const Shared& s) {
-  Result<SimConfig> config = DeploymentConfig(geometry, *s.experiment);
+  Result<SimConfig> config = ConfigurationOf(geometry, *s.experiment);
   if (!config) {
     return Fail(config.error().code, geometry + ": " + config.error().message);
   }
@@ -196,6 +229,7 @@ void Decide(Comparison& c) {
   if (interval0.size() == c.candidates.size()) {
     c.interval0 = Recommend(interval0, c.objective, c.capacity_tolerance);
   }
+  CompareWithTheReference(c);
 }
 
 }  // namespace
@@ -260,6 +294,31 @@ Result<Comparison> RunGeometryComparison(
   }
   Decide(c);
   return c;
+}
+
+void CompareWithTheReference(Comparison& c) {
+  c.reference_best.reset();
+  c.beyond_reference.clear();
+  const std::size_t winner = c.recommendation.winner;
+  if (RunsAsTheReference(c.configurations[winner].config)) return;
+  std::vector<Candidate> reference;
+  std::vector<std::size_t> index;
+  for (std::size_t i = 0; i < c.configurations.size(); ++i) {
+    if (!RunsAsTheReference(c.configurations[i].config)) continue;
+    reference.push_back(c.candidates[i]);
+    index.push_back(i);
+  }
+  if (reference.empty()) return;
+  const std::size_t best =
+      index[Recommend(reference, c.objective, c.capacity_tolerance).winner];
+  c.reference_best = best;
+  c.beyond_reference = AgainstTheReference(c.candidates[winner],
+                                           c.candidates[best], c.objective);
+}
+
+bool RunsAsTheReference(const SimConfig& config) {
+  return config.cache.group_pool_blocks.empty() &&
+         config.cache.retention == Retention::kReference;
 }
 
 }  // namespace hkv

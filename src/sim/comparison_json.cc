@@ -162,6 +162,12 @@ json ComparisonObject(const Comparison& c) {
   out["sensitivity"] = {{"interval0", c.interval0
                                           ? RecommendationJson(c, *c.interval0)
                                           : json(nullptr)}};
+  out["beyond_reference"] =
+      c.reference_best
+          ? json{{"reference_best",
+                  c.configurations[*c.reference_best].config.label},
+                 {"sentence", c.beyond_reference}}
+          : json(nullptr);
   return out;
 }
 

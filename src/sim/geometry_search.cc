@@ -1,5 +1,5 @@
-// `hkv compare --search` (hkv/comparison.h): geometries x retention
-// settings on the trace, ranked by the recommendation's rule.
+// `hkv compare --search` (hkv/comparison.h): geometries x retention and
+// pool settings on the trace, ranked by the recommendation's rule.
 #include <optional>
 #include <string>
 #include <utility>
@@ -26,13 +26,26 @@ Result<Comparison> RunGeometrySearch(const GeometryComparisonOptions& options,
   o.scenarios.clear();
   o.sensitivity = false;
   Comparison all;
-  for (const std::optional<std::uint32_t> retention :
-       {std::optional<std::uint32_t>(), std::optional<std::uint32_t>(0)}) {
-    o.experiment.retention_interval = retention;
-    o.experiment.given.insert("retention_interval");
+  struct Setting {
+    std::optional<std::uint32_t> retention_interval;
+    const char* retention;
+    const char* pools;
+    const char* suffix;  // for the reference's settings
+  };
+  const Setting settings[] = {
+      {std::nullopt, "reference", "shared", " dense"},
+      {0, "reference", "shared", " interval 0"},
+      {std::nullopt, "placement", "shared", ""},
+      {std::nullopt, "placement", "workload", ""},
+  };
+  for (const Setting& setting : settings) {
+    o.experiment.retention_interval = setting.retention_interval;
+    o.experiment.retention = setting.retention;
+    o.experiment.pools = setting.pools;
+    o.experiment.given.insert({"retention_interval", "retention", "pools"});
     Result<Comparison> c = RunGeometryComparison(o, progress);
     if (!c) return c;
-    const std::string suffix = retention ? " interval 0" : " dense";
+    const std::string suffix = setting.suffix;
     if (all.configurations.empty())
       all = std::move(*c);
     else {
@@ -48,10 +61,11 @@ Result<Comparison> RunGeometrySearch(const GeometryComparisonOptions& options,
       all.candidates[i].label = all.configurations[i].config.label;
     }
   }
-  all.retention = "dense and interval 0";
+  all.retention = "dense, interval 0, placement, placement in workload pools";
   all.interval0 = std::nullopt;
   all.recommendation =
       Recommend(all.candidates, o.objective, o.capacity_tolerance);
+  CompareWithTheReference(all);
   return all;
 }
 

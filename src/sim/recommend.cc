@@ -156,4 +156,24 @@ Recommendation Recommend(std::span<const Candidate> c, Objective objective,
   return r;
 }
 
+std::string AgainstTheReference(const Candidate& ours, const Candidate& theirs,
+                                Objective objective) {
+  const double a = ObjectiveValue(ours, objective);
+  const double b = ObjectiveValue(theirs, objective);
+  const double lead = b == 0.0                   ? 0.0
+                      : LowerIsBetter(objective) ? (b - a) / b
+                                                 : (a - b) / b;
+  const auto ratio = [](double x, double y) {
+    return y == 0.0 ? std::string("n/a") : Format("%.2f", x / y) + "x";
+  };
+  return ours.label + " against the reference's best, " + theirs.label + ": " +
+         Format("%.1f", 100.0 * lead) + " % " +
+         (lead >= 0.0 ? "better" : "worse") + " on " +
+         std::string(Phrase(objective)) + " (" + Format("%.4g", a) +
+         " against " + Format("%.4g", b) + "), " +
+         ratio(ours.reused_tokens, theirs.reused_tokens) +
+         " its reused tokens, " + ratio(ours.capacity, theirs.capacity) +
+         " its capacity";
+}
+
 }  // namespace hkv

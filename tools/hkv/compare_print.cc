@@ -249,14 +249,18 @@ void PrintSearch(const Comparison& c) {
       "ranked by {} among the configurations within {:.0f} % of the "
       "best capacity,\nthen the others by capacity\n",
       ObjectiveName(c.objective), 100 * c.capacity_tolerance);
-  fmt::print("{:>4}  {:<28}{:>12}{:>14}{:>18}\n", "rank", "configuration",
-             "capacity", "reused", "TTFT p50/p99 (s)*");
+  std::size_t width = 28;  // the labels' column
+  for (const ConfigurationOutcome& o : c.configurations) {
+    width = std::max(width, o.config.label.size() + 2);
+  }
+  fmt::print("{:>4}  {:<{}}{:>12}{:>14}{:>18}\n", "rank", "configuration",
+             width, "capacity", "reused", "TTFT p50/p99 (s)*");
   const Recommendation& r = c.recommendation;
   for (std::size_t k = 0; k < r.ranking.size(); ++k) {
     const ConfigurationOutcome& o = c.configurations[r.ranking[k]];
     const Candidate& x = c.candidates[r.ranking[k]];
-    fmt::print("{:>4}  {:<28}{:>11.2f}x{:>13.1f}%{:>18}\n", k + 1,
-               o.config.label, x.capacity,
+    fmt::print("{:>4}  {:<{}}{:>11.2f}x{:>13.1f}%{:>18}\n", k + 1,
+               o.config.label, width, x.capacity,
                Percent(o.trace.reused_tokens, o.trace.prompt_tokens),
                fmt::format("{:.2f}/{:.2f}", x.ttft_p50_s, x.ttft_p99_s));
     if (k + 1 == r.eligible && k + 1 < r.ranking.size()) {
@@ -266,6 +270,10 @@ void PrintSearch(const Comparison& c) {
   }
   fmt::print("recommendation:\n");
   PrintWrapped("  " + r.why, "    ");
+  if (!c.beyond_reference.empty()) {
+    fmt::print("beyond the reference:\n");
+    PrintWrapped("  " + c.beyond_reference, "    ");
+  }
   fmt::print("* modelled by cost model {}\n", c.cost_model);
 }
 
@@ -310,6 +318,10 @@ void PrintComparison(const Comparison& c) {
       "capacity):\n",
       ObjectiveName(c.objective), 100 * c.capacity_tolerance);
   PrintWrapped("  " + c.recommendation.why, "    ");
+  if (!c.beyond_reference.empty()) {
+    fmt::print("beyond the reference:\n");
+    PrintWrapped("  " + c.beyond_reference, "    ");
+  }
   fmt::print(
       "* modelled by cost model {}; lookup times measured here, "
       "fastest of repeats,\n  n/a below {} calls (count shown)\n",
