@@ -37,16 +37,20 @@ Positions Retained(std::uint32_t position, bool placement, bool rewind,
   return out;
 }
 
-// Boundary 5000 at A = 512, S = 2048: the reference keeps 4608 and 4096
-// (A), 4096 and 2048 (S) with a rewinding draft; placement only where the
-// lookup lands, 4608 less the draft's unit.
+// A prompt of 5001 tokens at A = 512, S = 2048: its resend is capped at
+// 5000, where the reference keeps 4608 and 4096 (A), 4096 and 2048 (S) with
+// a rewinding draft; placement only the prompt's checkpoint, where the
+// resend lands: 4608 less the draft's unit. A prompt of 5120 proves its
+// whole ten units: the draft's rewind lands on 4608.
 TEST(PlacementTest, RetainsOnlyWhereALookupLands) {
-  EXPECT_THAT(Retained(5000, false, true), ElementsAre(4608u, 4096u, 2048u));
-  EXPECT_THAT(Retained(5000, true, true), ElementsAre(4096u));
-  EXPECT_THAT(Retained(5000, false, false), ElementsAre(4608u, 4096u));
-  EXPECT_THAT(Retained(5000, true, false), ElementsAre(4608u));
+  EXPECT_THAT(Retained(5001, false, true), ElementsAre(4608u, 4096u, 2048u));
+  EXPECT_THAT(Retained(5001, true, true), ElementsAre(4096u));
+  EXPECT_THAT(Retained(5001, false, false), ElementsAre(4608u, 4096u));
+  EXPECT_THAT(Retained(5001, true, false), ElementsAre(4608u));
+  EXPECT_THAT(Retained(5120, false, true), ElementsAre(4608u, 4096u, 2048u));
+  EXPECT_THAT(Retained(5120, true, true), ElementsAre(4608u));
   // A lookup below one unit (after the rewind) lands nowhere.
-  EXPECT_THAT(Retained(700, true, true), IsEmpty());
+  EXPECT_THAT(Retained(701, true, true), IsEmpty());
   // A junction some group found without rewinding lands one unit lower; one
   // every such group rewound already is where siblings land.
   const auto junction = internal::Boundary::kJunction;

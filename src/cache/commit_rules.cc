@@ -3,11 +3,12 @@
 #include <algorithm>
 
 #include "groups/kind_traits.h"
+#include "groups/recurrent_state.h"
 #include "groups/retention.h"
 
 namespace hkv::internal {
 
-void AddRetainedPositions(std::uint32_t boundary, Boundary kind,
+void AddRetainedPositions(std::uint32_t position, Boundary kind,
                           const CacheFacts& facts,
                           std::vector<std::uint32_t>& out) {
   const bool rewind = facts.draft_model == DraftRewind::kEagle;
@@ -16,9 +17,19 @@ void AddRetainedPositions(std::uint32_t boundary, Boundary kind,
       out.push_back(p);
     }
   };
+  if (kind == Boundary::kResend && facts.placement) {
+    // Where the prompt's checkpoint is: a resend proves its whole units
+    // and a rewinding group drops the last.
+    add(RecurrentStateManager::CheckpointPosition(position, facts.alignment,
+                                                  facts.draft_model));
+    return;
+  }
+  // A resend is capped at P - 1.
+  const std::uint32_t boundary =
+      kind == Boundary::kResend && position > 0 ? position - 1 : position;
   if (facts.placement) {
-    const bool rewound = kind == Boundary::kJunction && facts.junction_rewound;
-    add(ReachablePositions(boundary, facts.alignment, rewind && !rewound)
+    add(ReachablePositions(boundary, facts.alignment,
+                           rewind && !facts.junction_rewound)
             .back());
     return;
   }
@@ -35,7 +46,7 @@ std::vector<std::uint32_t> ResendBoundaries(const CacheGeometry& geometry,
   const std::uint32_t s = geometry.facts.scheduler_block;
   std::vector<std::uint32_t> out;
   if (geometry.facts.placement) {
-    AddRetainedPositions(resend, Boundary::kResend, geometry.facts, out);
+    AddRetainedPositions(prompt, Boundary::kResend, geometry.facts, out);
     return out;
   }
   if (geometry.facts.partial_hits) {

@@ -13,16 +13,18 @@
 
 namespace hkv::internal {
 
-// A boundary sparse retention keeps states for: a prompt's P - 1, or a
-// shared-prefix junction (the longest hit some group found, rewound when
-// CacheFacts::junction_rewound).
+// A boundary sparse retention keeps states for: a prompt of P tokens (a
+// resend's lookup is capped at P - 1), or a shared-prefix junction (the
+// longest hit some group found, rewound when CacheFacts::junction_rewound).
 enum class Boundary { kResend, kJunction };
 
-// The positions sparse retention keeps for a boundary, appended to `out`
-// unless already there or 0. The reference: every position a lookup capped
-// there may land on, at the alignment and at the scheduler block.
-// Placement: only the one a lookup reaching it lands on (the alignment
-// below it, one unit lower when lookups rewind and it is not rewound yet).
+// The positions sparse retention keeps for a boundary (`position`: P or
+// the junction), appended to `out` unless already there or 0. The
+// reference: every position a lookup capped there may land on, at the
+// alignment and at the scheduler block. Placement: only the one a lookup
+// reaching it lands on: a resend on the prompt's checkpoint (spec §3.4.6),
+// a sibling at a junction on the alignment below it, one unit lower when
+// lookups rewind and the junction is not rewound yet.
 void AddRetainedPositions(std::uint32_t position, Boundary boundary,
                           const CacheFacts& facts,
                           std::vector<std::uint32_t>& out);

@@ -103,7 +103,7 @@ void ConsiderResendPositions(const SplitInput& input, std::uint32_t end,
   const std::uint32_t skipped = exports && end % b != 0 ? end / b * b : 0;
   std::vector<std::uint32_t> positions;
   if (prompt > 0) {
-    AddRetainedPositions(prompt - 1, Boundary::kResend, input.facts, positions);
+    AddRetainedPositions(prompt, Boundary::kResend, input.facts, positions);
   }
   if (const std::uint32_t junction = input.chunk.shared_prefix_boundary;
       junction > 0) {
