@@ -56,8 +56,10 @@ def compare(configs=None, vary="", geometries=None, objective="ttft-p50",
 
 def compare_geometries(geometries=None, objective="ttft-p50", **options):
     """The geometry comparison of ``hkv compare`` (no ``--config``): the
-    four default geometries and ``geometries``, on the scenarios and the
-    trace, with the recommendation; ``hkv compare --json`` as a dict
+    seven default configurations (the reviewers' four geometries, then
+    hkv's three) and ``geometries`` (``"T/R/U"``, optionally with
+    ``",pools=LAYOUT"`` and ``",retention=RETENTION"``), on the scenarios
+    and the trace, with the recommendation and ``beyond_reference``; ``hkv compare --json`` as a dict
     (schema "hkv.compare/1", docs/simulator.md)."""
     return json.loads(_hkv.compare_geometries_json(
         _with_data(options), list(geometries or []), objective))

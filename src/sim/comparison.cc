@@ -178,8 +178,8 @@ Result<ConfigurationOutcome> RunConfiguration(const std::string& geometry,
     if (!ok) return Fail(ok.error().code, geometry + ": " + ok.error().message);
   }
   const RunSpec run{
-      &out.config, s.experiment, s.trace, nullptr, s.options->lookup_repeats,
-      s.progress,  geometry};
+      &out.config, s.experiment,    s.trace, nullptr, s.options->lookup_repeats,
+      s.progress,  out.config.label};
   for (const std::string& spec : s.options->scenarios) {
     Result<ScenarioOutcome> scenario = RunScenario(run, spec);
     if (!scenario) return tl::unexpected(scenario.error());
@@ -286,6 +286,13 @@ Result<Comparison> RunGeometryComparison(
                .retention = RetentionText(e),
                .objective = options.objective,
                .capacity_tolerance = options.capacity_tolerance};
+  // Every entry is checked before the first run.
+  for (const std::string& geometry : options.geometries) {
+    if (Result<SimConfig> config = ConfigurationOf(geometry, e); !config) {
+      return Fail(config.error().code,
+                  geometry + ": " + config.error().message);
+    }
+  }
   const Shared shared{&options, &e, &*trace, &progress};
   for (const std::string& geometry : options.geometries) {
     Result<ConfigurationOutcome> outcome = RunConfiguration(geometry, shared);

@@ -337,17 +337,21 @@ void PrintSweep(std::span<const BudgetSweepPoint> points) {
              first.trace_requests);
   fmt::print(
       "trace hit ratio (reused / prompt tokens) by KV budget per rank\n");
-  // Eight budgets a line: 28 + 8 x 9 columns.
+  // Eight budgets a line: the labels' column + 8 x 9 columns.
   constexpr std::size_t kPerLine = 8;
+  std::size_t width = 28;
+  for (const ConfigurationOutcome& o : first.configurations) {
+    width = std::max(width, o.config.label.size() + 2);
+  }
   for (std::size_t from = 0; from < points.size(); from += kPerLine) {
     const std::size_t to = std::min(points.size(), from + kPerLine);
-    fmt::print("{:<28}", "configuration \\ GiB");
+    fmt::print("{:<{}}", "configuration \\ GiB", width);
     for (std::size_t p = from; p < to; ++p) {
       fmt::print("{:>9}", fmt::format("{:g}", points[p].budget_gib));
     }
     fmt::print("\n");
     for (std::size_t i = 0; i < first.configurations.size(); ++i) {
-      fmt::print("{:<28}", first.configurations[i].config.label);
+      fmt::print("{:<{}}", first.configurations[i].config.label, width);
       for (std::size_t p = from; p < to; ++p) {
         const SimulationResult& t =
             points[p].comparison.configurations[i].trace;

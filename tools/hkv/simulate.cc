@@ -83,15 +83,20 @@ constexpr char kSimulateExamples[] = R"(Examples:
       the measured GB10 deployment: a resend's reuse and both TTFTs
   hkv simulate --geometry 2048/256/256 --limit 500 --json
       the first 500 requests of the bundled conversation trace, as JSON
+  hkv simulate --geometry 2048/2048/2048 --retention placement --limit 0
+      the whole trace, one recurrent state per prompt end and junction
   hkv simulate --groups full:2048,recurrent:256 --hash-unit 256 \
       --num-blocks 4000 --workload fanout:requests=32,prefix=8192
       a cache given by its groups and pool, on a generated fan-out)";
 
 constexpr char kCompareExamples[] = R"(Examples:
   hkv compare
-      the A/B of four page geometries with a recommendation
+      the reviewers' four page geometries and hkv's three configurations,
+      with a recommendation and what the reference's best leaves behind
   hkv compare --geometry 4096/256/256 --objective reuse --json
       one more column, ranked by reused tokens, as JSON
+  hkv compare --geometry 2048/256/256,pools=per-group,retention=placement
+      one more configuration: a geometry with its pools and retention
   hkv compare --sweep budget-gib=16,33,66,132 --json > sweep.json
       hit ratio by KV budget; python3 -m hkv.plot sweep.json draws it)";
 
@@ -116,10 +121,14 @@ void RegisterCompare(CLI::App& app) {
       "compare",
       "Compare cache configurations side by side. Without --config or "
       "--vary: page geometries 256/256/256, 2048/2048/2048, 2048/2048/256 "
-      "and 2048/256/256 (and each --geometry) of the measured GB10 "
-      "deployment (preset glm53-flash-gb10x4) on the named scenarios and the "
-      "first 2000 requests of the bundled conversation trace, with a "
-      "recommendation and its sensitivity (docs/simulator.md)");
+      "and 2048/256/256 as the reference runs them, then hkv's "
+      "2048/2048/2048 and 2048/256/256 with placement and 256/256/256 "
+      "with placement in workload pools (and each --geometry), of the "
+      "measured GB10 deployment (preset glm53-flash-gb10x4) on the named "
+      "scenarios and the first 2000 requests of the bundled conversation "
+      "trace, with a recommendation, its sensitivity and what the "
+      "reference's best leaves behind (docs/simulator.md, "
+      "docs/beyond.md)");
   sub->footer(kCompareExamples);
   AddSimOptions(*sub, options->sim);
   sub->add_option("--config", options->configs,
@@ -129,9 +138,11 @@ void RegisterCompare(CLI::App& app) {
   // Repeatable here: each --geometry adds a column.
   sub->remove_option(sub->get_option("--geometry"));
   sub->add_option("--geometry", options->geometries,
-                  "T/R/U (repeat): a column of the deployment at this page "
-                  "geometry, after the --config ones (with --vary: the "
-                  "geometry of the varied configuration)");
+                  "T/R/U[,pools=LAYOUT][,retention=RETENTION] (repeat): a "
+                  "column of the deployment at this page geometry, with its "
+                  "own pools and retention in the built-in comparison; "
+                  "after the --config ones (with --vary: the geometry of "
+                  "the varied configuration)");
   sub->add_option("--vary", options->vary,
                   "NAME=V1,V2,...: one column per value of one flag (" +
                       VariedFlags() +
@@ -146,8 +157,9 @@ void RegisterCompare(CLI::App& app) {
   // Flags a mode would ignore are excluded from it (a usage error).
   sub->add_flag("--search", options->search,
                 "Rank geometries (target 256..4096, recurrent pages and hash "
-                "unit 256 or the target) x retention (dense, interval 0) on "
-                "the trace, for the deployment and budget of the flags")
+                "unit 256 or the target) x retention (dense, interval 0, "
+                "placement, placement in workload pools) on the trace, for "
+                "the deployment and budget of the flags")
       ->excludes("--config")
       ->excludes("--vary")
       ->excludes("--geometry");
