@@ -98,6 +98,11 @@ struct ReplayResult {
   MissCounters evicted = {};
 };
 
+// The checks of Replay's options that need no trace (all but the
+// kInfeasible one): a caller reading a large trace can refuse its flags
+// first.
+[[nodiscard]] Result<void> CheckReplayOptions(const ReplayOptions& options);
+
 // Replays `trace` as described above.
 // Returns kInvalidArgument, naming the numbers, for a block size of 0, a hash
 // unit that does not divide the block size, a capacity below the largest

@@ -62,32 +62,6 @@ CacheConfig ConfigOf(const ReplayOptions& options) {
 
 // The old single-group checks keep their messages; group lists are judged
 // by CacheConfig::Validate.
-Result<void> CheckOptions(const ReplayOptions& options) {
-  const std::uint32_t b = options.block_size;
-  const std::uint32_t unit = EffectiveHashUnit(options);
-  if (options.groups.empty() && b == 0) {
-    return Invalid("block size must be at least 1 token, got 0");
-  }
-  if (options.groups.empty() && unit != 0 && b % unit != 0) {
-    return Invalid("hash unit " + std::to_string(unit) +
-                   " does not divide block size " + std::to_string(b));
-  }
-  if (options.max_num_batched_tokens == 0) {
-    return Invalid("max_num_batched_tokens must be at least 1 token, got 0");
-  }
-  const CacheConfig config = ConfigOf(options);
-  if (Result<void> valid = config.Validate(); !valid) return valid;
-  std::uint32_t largest = 0;
-  for (const GroupSpec& spec : config.groups) {
-    largest = std::max(largest, ScaledBlock(spec, options.dcp));
-  }
-  if (options.capacity_tokens && *options.capacity_tokens < largest) {
-    return Invalid("capacity of " + std::to_string(*options.capacity_tokens) +
-                   " tokens is below one block of " + std::to_string(largest) +
-                   " tokens");
-  }
-  return {};
-}
 
 Result<void> CheckTrace(std::span<const TraceRequest> trace) {
   for (std::size_t i = 0; i < trace.size(); ++i) {
@@ -254,9 +228,36 @@ ReplayResult Replayer::Finish() {
 
 }  // namespace
 
+Result<void> CheckReplayOptions(const ReplayOptions& options) {
+  const std::uint32_t b = options.block_size;
+  const std::uint32_t unit = EffectiveHashUnit(options);
+  if (options.groups.empty() && b == 0) {
+    return Invalid("block size must be at least 1 token, got 0");
+  }
+  if (options.groups.empty() && unit != 0 && b % unit != 0) {
+    return Invalid("hash unit " + std::to_string(unit) +
+                   " does not divide block size " + std::to_string(b));
+  }
+  if (options.max_num_batched_tokens == 0) {
+    return Invalid("max_num_batched_tokens must be at least 1 token, got 0");
+  }
+  const CacheConfig config = ConfigOf(options);
+  if (Result<void> valid = config.Validate(); !valid) return valid;
+  std::uint32_t largest = 0;
+  for (const GroupSpec& spec : config.groups) {
+    largest = std::max(largest, ScaledBlock(spec, options.dcp));
+  }
+  if (options.capacity_tokens && *options.capacity_tokens < largest) {
+    return Invalid("capacity of " + std::to_string(*options.capacity_tokens) +
+                   " tokens is below one block of " + std::to_string(largest) +
+                   " tokens");
+  }
+  return {};
+}
+
 Result<ReplayResult> Replay(std::span<const TraceRequest> trace,
                             const ReplayOptions& options) {
-  if (Result<void> valid = CheckOptions(options); !valid) {
+  if (Result<void> valid = CheckReplayOptions(options); !valid) {
     return tl::unexpected(valid.error());
   }
   if (Result<void> valid = CheckTrace(trace); !valid) {

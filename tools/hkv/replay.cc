@@ -211,25 +211,31 @@ int RunReplay(const ReplayCommandOptions& options) {
   if (Result<void> ok = CheckDcp(flag_groups, options.dcp); !ok) {
     return Failure("replay", ok.error());
   }
+  const ReplayOptions replay{
+      .block_size = options.block_size,
+      .hash_unit = options.hash_unit,
+      .key_function = *key_function,
+      .capacity_tokens = options.capacity_tokens,
+      .groups = std::move(*groups),
+      .dcp = options.dcp,
+      .max_num_batched_tokens = options.max_batched_tokens,
+      .retention_interval = options.retention_interval,
+      .retention = *retention,
+      .free_order = options.free_order,
+      .progress = [start](std::size_t done, std::size_t total) {
+        // Quick runs stay quiet; long ones show they are alive.
+        if (Seconds(start) >= 1.0) {
+          fmt::print(stderr, "replay: {}/{} requests\n", done, total);
+        }
+      }};
+  // The flags are judged before the trace is read: a usage error is not
+  // hidden behind a missing file.
+  if (Result<void> ok = CheckReplayOptions(replay); !ok) {
+    return Failure("replay", ok.error());
+  }
   Result<std::vector<TraceRequest>> trace = ReadMooncakeTrace(options.trace);
   if (!trace) return Failure("replay", trace.error());
-  const Result<ReplayResult> result = Replay(
-      *trace, {.block_size = options.block_size,
-               .hash_unit = options.hash_unit,
-               .key_function = *key_function,
-               .capacity_tokens = options.capacity_tokens,
-               .groups = std::move(*groups),
-               .dcp = options.dcp,
-               .max_num_batched_tokens = options.max_batched_tokens,
-               .retention_interval = options.retention_interval,
-               .retention = *retention,
-               .free_order = options.free_order,
-               .progress = [start](std::size_t done, std::size_t total) {
-                 // Quick runs stay quiet; long ones show they are alive.
-                 if (Seconds(start) >= 1.0) {
-                   fmt::print(stderr, "replay: {}/{} requests\n", done, total);
-                 }
-               }});
+  const Result<ReplayResult> result = Replay(*trace, replay);
   if (!result) return Failure("replay", result.error());
   const double wall_s = Seconds(start);
   if (options.json) {
