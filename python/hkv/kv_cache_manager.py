@@ -36,22 +36,15 @@ _RETENTIONS = {"reference": _hkv.Retention.REFERENCE,
                "placement": _hkv.Retention.PLACEMENT}
 
 
-def _retention(value):
-    if isinstance(value, _hkv.Retention):
+def _choice(name, value, enum, names):
+    """``value`` as a member of ``enum``: the member itself or its name in
+    ``names``; hkv.UsageError naming ``name`` otherwise."""
+    if isinstance(value, enum):
         return value
-    if value not in _RETENTIONS:
-        raise _hkv.UsageError(f"retention {value!r} is not one of "
-                              f"{sorted(_RETENTIONS)}")
-    return _RETENTIONS[value]
-
-
-def _free_order(value):
-    if isinstance(value, _hkv.FreeOrder):
-        return value
-    if value not in _FREE_ORDERS:
-        raise _hkv.UsageError(f"free_order {value!r} is not one of "
-                              f"{sorted(_FREE_ORDERS)}")
-    return _FREE_ORDERS[value]
+    if value not in names:
+        raise _hkv.UsageError(f"{name} {value!r} is not one of "
+                              f"{sorted(names)}")
+    return names[value]
 
 
 class KVCacheManager:
@@ -96,8 +89,10 @@ class KVCacheManager:
                           else _hkv.PrefixCaching.DISABLED)
         config.events = (_hkv.KvEventMode.ENABLED if enable_kv_cache_events
                          else _hkv.KvEventMode.DISABLED)
-        config.free_order = _free_order(free_order)
-        config.retention = _retention(retention)
+        config.free_order = _choice("free_order", free_order,
+                                    _hkv.FreeOrder, _FREE_ORDERS)
+        config.retention = _choice("retention", retention, _hkv.Retention,
+                                   _RETENTIONS)
         if group_pool_blocks is not None:
             config.group_pool_blocks = [whole("group_pool_blocks", n)
                                         for n in group_pool_blocks]
