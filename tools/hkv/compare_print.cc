@@ -213,11 +213,14 @@ void PrintSensitivity(const Comparison& c) {
       "sensitivity (ranked by {}; after '|': beyond {:.0f} % of the "
       "best capacity):\n",
       ObjectiveName(c.objective), 100 * c.capacity_tolerance);
-  PrintWrapped(
-      "  as run (" + c.retention + "): " + Ranking(c, c.recommendation),
-      "    ");
+  // A configuration whose label names its retention (placement) keeps it.
+  PrintWrapped("  as run (" + c.retention +
+                   " unless the label says): " + Ranking(c, c.recommendation),
+               "    ");
   if (c.interval0) {
-    PrintWrapped("  retention interval 0: " + Ranking(c, *c.interval0), "    ");
+    PrintWrapped("  retention interval 0 (placement as run): " +
+                     Ranking(c, *c.interval0),
+                 "    ");
   }
   std::string bound = "  unlimited-pool bound on reuse:";
   for (const ConfigurationOutcome& o : c.configurations) {
