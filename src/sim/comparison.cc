@@ -14,7 +14,7 @@ namespace {
 
 // How the configurations keep states, as the report names it.
 std::string RetentionText(const ExperimentOptions& e) {
-  if (e.retention == "placement") return "placement";
+  if (ParseRetention(e.retention) == Retention::kPlacement) return "placement";
   return e.retention_interval
              ? "retention interval " + std::to_string(*e.retention_interval)
              : "dense retention";
@@ -163,13 +163,11 @@ struct Shared {
   const SimProgress* progress;
 };
 
+// Runs one configuration entry (`geometry`), resolved as `config`.
 Result<ConfigurationOutcome> RunConfiguration(const std::string& geometry,
+                                              SimConfig config,
                                               const Shared& s) {
-  Result<SimConfig> config = ConfigurationOf(geometry, *s.experiment);
-  if (!config) {
-    return Fail(config.error().code, geometry + ": " + config.error().message);
-  }
-  ConfigurationOutcome out{.config = std::move(*config)};
+  ConfigurationOutcome out{.config = std::move(config)};
   if (out.config.split_pools_by_workload) {
     Result<SimulationOptions> engine = EngineFromFlags(*s.experiment);
     if (!engine) return tl::unexpected(engine.error());
@@ -286,16 +284,20 @@ Result<Comparison> RunGeometryComparison(
                .retention = RetentionText(e),
                .objective = options.objective,
                .capacity_tolerance = options.capacity_tolerance};
-  // Every entry is checked before the first run.
+  // Every entry is resolved before the first run.
+  std::vector<SimConfig> configs;
   for (const std::string& geometry : options.geometries) {
-    if (Result<SimConfig> config = ConfigurationOf(geometry, e); !config) {
+    Result<SimConfig> config = ConfigurationOf(geometry, e);
+    if (!config) {
       return Fail(config.error().code,
                   geometry + ": " + config.error().message);
     }
+    configs.push_back(std::move(*config));
   }
   const Shared shared{&options, &e, &*trace, &progress};
-  for (const std::string& geometry : options.geometries) {
-    Result<ConfigurationOutcome> outcome = RunConfiguration(geometry, shared);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    Result<ConfigurationOutcome> outcome =
+        RunConfiguration(options.geometries[i], std::move(configs[i]), shared);
     if (!outcome) return tl::unexpected(outcome.error());
     c.configurations.push_back(std::move(*outcome));
   }
