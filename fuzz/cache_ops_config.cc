@@ -121,6 +121,13 @@ void DecodeLimits(FuzzedDataProvider& in, CacheConfig& config) {
     if (in.ConsumeIntegralInRange(0, 15) == 0) {
       config.group_pool_blocks.back() = in.ConsumeIntegralInRange(0u, 2u);
     }
+    // Rebalancing pools, now and then with a slot size out of range.
+    if (in.ConsumeBool()) {
+      for (std::size_t g = 0; g < config.groups.size(); ++g) {
+        config.pool_slot_bytes.push_back(
+            in.ConsumeIntegralInRange<std::uint64_t>(0, 9));
+      }
+    }
   }
 }
 
@@ -170,6 +177,8 @@ std::string Describe(const CacheConfig& config) {
   out += " pools";
   for (std::uint32_t n : config.group_pool_blocks)
     out += " " + std::to_string(n);
+  out += " slots";
+  for (std::uint64_t n : config.pool_slot_bytes) out += " " + std::to_string(n);
   out +=
       " retention " +
       (config.retention == Retention::kPlacement ? std::string("placement")

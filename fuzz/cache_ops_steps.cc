@@ -219,11 +219,19 @@ void CacheOpsHarness::TakeCopies() {
     }
     Check(ToIndex(copy.group) < config_.groups.size(), "a copy names no group");
   }
+  // The engine maps memory by the moves it takes: each id as the pool says.
+  const PoolMoves moves = core_.TakePoolMoves();
+  for (const BlockId id : moves.parked) {
+    Check(pool.parked(id), "a parked id is not parked");
+  }
+  for (const BlockId id : moves.unparked) {
+    Check(!pool.parked(id), "an unparked id is parked");
+  }
 }
 
 void CacheOpsHarness::ResetPrefixCache() {
   const internal::BlockPool& pool = core_.pool();
-  const bool all_free = pool.num_free_blocks() + 1 == pool.num_blocks();
+  const bool all_free = pool.num_free_blocks() == pool.num_usable_blocks();
   const std::string before = Digest();
   Note("reset prefix cache");
   const bool reset = core_.ResetPrefixCache();

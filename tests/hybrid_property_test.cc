@@ -100,6 +100,12 @@ CacheConfig GenConfig() {
       config.group_pool_blocks.push_back(*rc::gen::inRange(6u, 30u));
       config.num_blocks += config.group_pool_blocks.back();
     }
+    // Half of those rebalance, with slots of 1 to 8 bytes.
+    if (*rc::gen::arbitrary<bool>()) {
+      for (std::size_t g = 0; g < config.groups.size(); ++g) {
+        config.pool_slot_bytes.push_back(*rc::gen::inRange(1u, 9u));
+      }
+    }
   }
   // Retention: dense, resend positions only, one per 1-3 scheduler blocks,
   // or placement.

@@ -114,8 +114,9 @@ TEST(DeploymentTest, PerGroupPoolsHoldWhatThePlannerPlans) {
   EXPECT_NEAR(static_cast<double>(held), 4'456'448.0, 0.02 * 4'456'448.0);
   EXPECT_GE(held, 3 * SimulatedTokens(shared->cache, context));
   EXPECT_EQ(ParsePoolLayout("per-group"), PoolLayout::kPerGroup);
-  EXPECT_EQ(ParsePoolLayout("bogus").error().message,
-            "pool layout \"bogus\" is not shared, per-group or workload");
+  EXPECT_EQ(
+      ParsePoolLayout("bogus").error().message,
+      "pool layout \"bogus\" is not shared, per-group, workload or rebalanced");
 }
 
 TEST(DeploymentTest, PresetsLoadAndBadOnesAreNamed) {

@@ -46,8 +46,10 @@ TEST(WorkloadPoolsTest, ReSplitsThePlannersPoolsByWhatIsKept) {
 
 TEST(WorkloadPoolsTest, PoolLayoutsAreNamed) {
   EXPECT_EQ(ParsePoolLayout("workload"), PoolLayout::kPerGroupByWorkload);
+  EXPECT_EQ(ParsePoolLayout("rebalanced"), PoolLayout::kRebalanced);
   EXPECT_EQ(ParsePoolLayout("Shared").error().message,
-            "pool layout \"Shared\" is not shared, per-group or workload");
+            "pool layout \"Shared\" is not shared, per-group, workload or "
+            "rebalanced");
 }
 
 }  // namespace

@@ -49,6 +49,16 @@ struct CacheConfig {
   // 1), so an id says its pool; num_blocks must be 1 + their sum (one null
   // block for all). Allocations stay all or nothing across pools.
   std::vector<std::uint32_t> group_pool_blocks = {};
+  // Rebalancing per-group pools (docs/beyond.md). Empty (default): each pool
+  // keeps its blocks. Else one slot size per group, in bytes (1 to
+  // kMaxSlotBytes): the pools share an arena of sum(group_pool_blocks[g] x
+  // pool_slot_bytes[g]) bytes, group g's ids range over as many blocks as
+  // the whole arena holds at its slot size, and an allocation one pool
+  // cannot meet takes the bytes from other pools' oldest free blocks (their
+  // keys evicted): CacheManager::TakePoolMoves says which ids gave up their
+  // memory and which took it. Ids then run up to num_block_ids(), past
+  // num_blocks; all ids at most kMaxPoolBlocks.
+  std::vector<std::uint64_t> pool_slot_bytes = {};
   // Hash unit: must divide every group's block (after DCP scaling).
   KeySchemeOptions keys = {};
   std::uint32_t dcp = 1;  // decode-context-parallel width

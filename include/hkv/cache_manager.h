@@ -114,6 +114,11 @@ class CacheManager {
   // before the step. Their endpoints stay pinned until FinishStep().
   std::vector<BlockCopy> TakeCopies();
 
+  // Rebalancing pools: the memory moved since the last call. Before the
+  // step's forward pass the engine unmaps the parked ids' slots and maps
+  // the unparked ones' (docs/beyond.md). Empty unless pools rebalance.
+  PoolMoves TakePoolMoves();
+
   // The step that ran the taken copies is done: unpin their endpoints. What
   // was registered before this call counts as computed from now on.
   void FinishStep();
@@ -130,8 +135,12 @@ class CacheManager {
   PrefixCacheStats TakeStats();
   // Counters since construction.
   PoolCounters counters() const;
-  // Fraction of usable blocks in use: 1 - free / (num_blocks - 1).
+  // Fraction of usable blocks in use: 1 - free / usable, the usable ones
+  // being num_blocks - 1 unless pools rebalance.
   double usage() const;
+  // Block ids run from 0 below this: num_blocks, or more when pools
+  // rebalance (each group's range sized for the whole arena).
+  std::uint32_t num_block_ids() const;
   // Blocks on the free queue (cached ones included).
   std::uint32_t num_free_blocks() const;
   // Blocks currently holding at least one key, per group (index = group

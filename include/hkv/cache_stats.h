@@ -29,7 +29,10 @@ struct PrefixCacheStats {
 };
 
 struct PoolCounters {
-  std::uint64_t evicted_blocks = 0;  // cached blocks reused for new data
+  // Cached blocks reused for new data, or parked by a rebalancing pool.
+  std::uint64_t evicted_blocks = 0;
+  // Blocks rebalancing pools parked (gave to another pool).
+  std::uint64_t parked_blocks = 0;
 };
 
 }  // namespace hkv

@@ -38,11 +38,14 @@ enum class DraftRewind { kOneUnit, kNone };
 // the largest group's page (the reference), or a pool per group with its
 // own page size, split in proportion to each group's bytes per request at
 // the planned context (the planner's per-group layout, docs/planner.md) or,
-// in the simulator, re-split by what the workload keeps (docs/beyond.md).
-enum class PoolLayout { kShared, kPerGroup, kPerGroupByWorkload };
+// in the simulator, re-split by what the workload keeps (docs/beyond.md),
+// or the planner's split rebalanced while the cache runs: the pools share
+// the budget's bytes, and a pool that runs dry takes other pools' oldest free
+// blocks (CacheConfig::pool_slot_bytes: each group's page bytes).
+enum class PoolLayout { kShared, kPerGroup, kPerGroupByWorkload, kRebalanced };
 
-// "shared", "per-group" or "workload"; kInvalidArgument naming the text
-// otherwise.
+// "shared", "per-group", "workload" or "rebalanced"; kInvalidArgument naming
+// the text otherwise.
 [[nodiscard]] Result<PoolLayout> ParsePoolLayout(std::string_view text);
 
 struct DeploymentSpec {

@@ -56,7 +56,8 @@ struct ExperimentOptions {
   std::optional<std::uint32_t> retention_interval = {};
   std::string retention = "reference";  // Retention: reference, placement
   FreeOrder free_order = FreeOrder::kPrependUncached;
-  std::string pools = "shared";  // PoolLayout: shared, per-group, workload
+  std::string pools = "shared";  // PoolLayout: shared, per-group, workload,
+                                 // rebalanced
   std::string key_function = "xxh3_128_cbor";
   std::string model = "glm53-flash-like";
   std::uint32_t tp = 4;

@@ -21,6 +21,11 @@ inline constexpr std::uint32_t kMaxTokensPerRequest = std::uint32_t{1} << 24;
 // grows with it (about 100 B per block), so this bounds it to a few GB.
 inline constexpr std::uint32_t kMaxPoolBlocks = std::uint32_t{1} << 24;
 
+// Bytes of one block slot of a rebalancing pool (CacheConfig::pool_slot_bytes):
+// 4 GiB, far above any page; with kMaxPoolBlocks it keeps the arena's byte
+// count below 2^56.
+inline constexpr std::uint64_t kMaxSlotBytes = std::uint64_t{1} << 32;
+
 // Requests in one workload (a trace or a generated one): 1 Mi.
 inline constexpr std::uint64_t kMaxRequestsPerWorkload = std::uint64_t{1} << 20;
 

@@ -162,6 +162,8 @@ struct SimulationResult {
   std::uint64_t preemptions = 0;
   std::uint64_t copies = 0;  // copy-on-write block copies
   std::uint64_t evicted_blocks = 0;
+  // Blocks rebalancing pools gave to another pool (PoolLayout::kRebalanced).
+  std::uint64_t parked_blocks = 0;
   PrefixCacheStats manager_stats = {};  // every admission, miss causes
   // Admissions without a hit whose whole chain was evicted (kEvictedMiss):
   // the manager's miss causes count only hits that some group cut short.

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace hkv {
 
@@ -51,6 +52,17 @@ struct BlockCopy {
   GroupId group;
 
   friend bool operator==(const BlockCopy&, const BlockCopy&) = default;
+};
+
+// Memory moved between rebalancing pools (CacheConfig::pool_slot_bytes)
+// since the engine last asked: the `parked` ids gave up their memory, the
+// `unparked` ids take it, each list in ascending id order. An id parked and
+// unparked again in between appears in neither.
+struct PoolMoves {
+  std::vector<BlockId> parked;
+  std::vector<BlockId> unparked;
+
+  bool empty() const { return parked.empty() && unparked.empty(); }
 };
 
 // Where a free puts the blocks whose reference count drops to 0 (spec §1.3).

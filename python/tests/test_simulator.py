@@ -119,5 +119,5 @@ def test_per_group_pools_hold_more_at_a_small_page():
     assert per_group["label"] == "256/256/256 per-group"
     assert (per_group["table"]["capacity_tokens"]
             > 2.9 * shared["table"]["capacity_tokens"])
-    with pytest.raises(hkv.Error, match="not shared, per-group or workload"):
+    with pytest.raises(hkv.Error, match="not shared, per-group, workload or rebalanced"):
         hkv.simulate(pools="private", limit=2)

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "check.h"
+#include "core/block_pool.h"
 #include "groups/kind_traits.h"
 #include "groups/recurrent_state.h"
 #include "hkv/limits.h"
@@ -152,7 +153,37 @@ Result<std::uint64_t> SchedulerBlock(const CacheConfig& config) {
   return lcm;
 }
 
+// Run once the per-group pools are valid.
+Result<void> ValidateRebalancing(const CacheConfig& config) {
+  const std::vector<std::uint64_t>& slots = config.pool_slot_bytes;
+  if (slots.empty()) return {};
+  if (slots.size() != config.groups.size()) {
+    return Invalid("pool_slot_bytes has " + Num(slots.size()) + " sizes for " +
+                   Num(config.groups.size()) + " groups");
+  }
+  for (std::size_t g = 0; g < slots.size(); ++g) {
+    if (slots[g] == 0 || slots[g] > kMaxSlotBytes) {
+      return Invalid("group " + Num(g) + ": pool_slot_bytes " + Num(slots[g]) +
+                     " is outside [1, 2^32]");
+    }
+  }
+  std::uint64_t ids = 1;
+  for (std::uint64_t n :
+       internal::RebalancedPoolIds(config.group_pool_blocks, slots)) {
+    ids += n;
+  }
+  if (ids > kMaxPoolBlocks) {
+    return Invalid("rebalancing pools need " + Num(ids) +
+                   " block ids, more than 2^24: the smallest slot is too "
+                   "small for the arena");
+  }
+  return {};
+}
+
 Result<void> ValidatePools(const CacheConfig& config) {
+  if (config.group_pool_blocks.empty() && !config.pool_slot_bytes.empty()) {
+    return Invalid("pool_slot_bytes needs per-group pools (group_pool_blocks)");
+  }
   const std::vector<std::uint32_t>& pools = config.group_pool_blocks;
   if (pools.empty()) return {};
   if (pools.size() != config.groups.size()) {
@@ -171,7 +202,7 @@ Result<void> ValidatePools(const CacheConfig& config) {
                    " is not 1 + the per-group pools' blocks (" + Num(sum) +
                    ")");
   }
-  return {};
+  return ValidateRebalancing(config);
 }
 
 // Rules that depend on the scheduler block S, the lcm of all blocks.

@@ -37,7 +37,14 @@ CacheCore::CacheCore(const CacheConfig& config)
                                                       : Caching::kDisabled,
             config.events == KvEventMode::kEnabled ? Events::kEnabled
                                                    : Events::kDisabled,
-            config.free_order, config.group_pool_blocks) {
+            config.free_order, config.group_pool_blocks,
+            config.pool_slot_bytes) {
+  if (pool_.rebalances()) {
+    parked_at_take_.resize(pool_.num_blocks());
+    for (std::uint32_t i = 0; i < pool_.num_blocks(); ++i) {
+      parked_at_take_[i] = pool_.parked(BlockId{i});
+    }
+  }
   for (std::size_t i = 0; i < config.groups.size(); ++i) {
     groups_.push_back(TraitsOf(config.groups[i].kind)
                           .make(pool_, geometry_.facts, geometry_.groups[i],
@@ -118,10 +125,92 @@ std::uint64_t CacheCore::BlocksNeeded(const RequestState* state,
 }
 
 bool CacheCore::NeedFits() const {
+  // Below 2^56 + 2^32 * 2^24 under the limits: no sum wraps.
+  std::uint64_t missing_bytes = 0;
+  std::uint64_t spare_bytes = pool_.spare_bytes();
   for (std::uint32_t p = 0; p < need_.size(); ++p) {
-    if (need_[p] > pool_.num_free_blocks(p)) return false;
+    const std::uint32_t free = pool_.num_free_blocks(p);
+    if (need_[p] <= free) {
+      if (pool_.rebalances())
+        spare_bytes += (free - need_[p]) * pool_.slot_bytes(p);
+      continue;
+    }
+    const std::uint64_t short_blocks = need_[p] - free;
+    if (!pool_.rebalances() || short_blocks > pool_.num_parked_blocks(p)) {
+      return false;
+    }
+    missing_bytes += short_blocks * pool_.slot_bytes(p);
   }
-  return true;
+  return missing_bytes <= spare_bytes;
+}
+
+BlockId CacheCore::OldestSpareBlock(std::uint32_t pool) const {
+  BlockId oldest = kNullBlock;
+  for (std::uint32_t p = 0; p < need_.size(); ++p) {
+    if (p == pool || pool_.num_free_blocks(p) <= need_[p]) continue;
+    const BlockId candidate =
+        pool_.NthFree(p, static_cast<std::uint32_t>(need_[p]));
+    if (oldest == kNullBlock ||
+        pool_.EvictionAge(candidate) < pool_.EvictionAge(oldest)) {
+      oldest = candidate;
+    }
+  }
+  return oldest;
+}
+
+void CacheCore::MoveInto(std::uint32_t pool, bool spare_evictions) {
+  const std::uint64_t slot = pool_.slot_bytes(pool);
+  while (pool_.num_parked_blocks(pool) > 0) {
+    const std::uint32_t free = pool_.num_free_blocks(pool);
+    const bool short_of_blocks = need_[pool] > free;
+    // The last block the allocation takes, evicted if it has a key.
+    std::uint64_t victim_age = 0;
+    if (!short_of_blocks) {
+      if (!spare_evictions || need_[pool] == 0) return;
+      victim_age = pool_.EvictionAge(
+          pool_.NthFree(pool, static_cast<std::uint32_t>(need_[pool] - 1)));
+      if (victim_age == 0) return;  // it evicts nothing
+    }
+    if (pool_.spare_bytes() >= slot) {
+      pool_.Unpark(pool, 1, moved_scratch_);
+      moved_since_take_ = true;
+      continue;
+    }
+    const BlockId donor = OldestSpareBlock(pool);
+    if (donor == kNullBlock ||
+        (!short_of_blocks && pool_.EvictionAge(donor) >= victim_age)) {
+      HKV_DCHECK(!short_of_blocks);
+      return;
+    }
+    pool_.ParkBlock(donor);
+    moved_since_take_ = true;
+  }
+}
+
+void CacheCore::MakeRoom() {
+  for (std::uint32_t p = 0; p < need_.size(); ++p) {
+    need_[p] -= free_at_check_[p] - pool_.num_free_blocks(p);  // adopted
+  }
+  moved_scratch_.clear();
+  // The short pools first: what they must have cannot wait for the others.
+  for (std::uint32_t p = 0; p < need_.size(); ++p) {
+    if (need_[p] > pool_.num_free_blocks(p)) MoveInto(p, false);
+    HKV_DCHECK(need_[p] <= pool_.num_free_blocks(p));
+  }
+  for (std::uint32_t p = 0; p < need_.size(); ++p) MoveInto(p, true);
+}
+
+PoolMoves CacheCore::TakePoolMoves() {
+  PoolMoves moves;
+  if (!moved_since_take_) return moves;
+  moved_since_take_ = false;
+  for (std::uint32_t i = 1; i < pool_.num_blocks(); ++i) {
+    const bool parked = pool_.parked(BlockId{i});
+    if (parked == parked_at_take_[i]) continue;
+    (parked ? moves.parked : moves.unparked).push_back(BlockId{i});
+    parked_at_take_[i] = parked;
+  }
+  return moves;
 }
 
 bool CacheCore::WholeSequenceFits(const Request& request,
@@ -173,7 +262,11 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
   const std::uint64_t need =
       BlocksNeeded(running ? &it->second : nullptr, hit, demand);
   if (!NeedFits()) return std::nullopt;
-  const std::uint32_t free_before = pool_.num_free_blocks();
+  for (std::uint32_t p = 0; p < need_.size() && pool_.rebalances(); ++p) {
+    free_at_check_[p] = pool_.num_free_blocks(p);
+  }
+  const std::uint32_t in_use_before =
+      pool_.num_usable_blocks() - pool_.num_free_blocks();
   if (!running) {
     it = Admit(request, args.hit);
     // Every group adopts its hit before any group allocates, so one group's
@@ -183,11 +276,15 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
       AnnounceReuse(request, *hit);
     }
   }
+  // After the adoption: no pool parks a block the hit holds.
+  if (pool_.rebalances()) MakeRoom();
   it->second.num_slots = std::max(it->second.num_slots, demand.num_slots);
   NewBlocks placed = AllocateNew(it->second, demand);
   // The predictors and the allocators agree: allocations are all or nothing.
-  HKV_DCHECK(free_before - pool_.num_free_blocks() == need);
-  static_cast<void>(free_before);
+  HKV_DCHECK(pool_.num_usable_blocks() - pool_.num_free_blocks() -
+                 in_use_before ==
+             need);
+  static_cast<void>(in_use_before);
   return placed;
 }
 

@@ -45,6 +45,7 @@ class CacheCore {
                              const PrefillChunk& chunk) const;
   void Free(RequestId id);
   std::vector<BlockCopy> TakeCopies();
+  PoolMoves TakePoolMoves();
   void FinishStep();
   bool ResetPrefixCache();
   PrefixCacheStats TakeStats();
@@ -114,8 +115,24 @@ class CacheCore {
   // their sum.
   std::uint64_t BlocksNeeded(const RequestState* state, const CacheHit* hit,
                              AllocationDemand demand) const;
-  // Whether need_ fits every pool's free blocks.
+  // Whether need_ fits every pool's free blocks, once rebalancing pools
+  // have moved bytes from the others' spare free blocks.
   bool NeedFits() const;
+  // Rebalancing pools, after the hit's adoption (need_ less what each
+  // pool's free blocks lost since free_at_check_): first every pool short of
+  // free blocks gets ids unparked, then every pool that would evict a block
+  // younger than one another pool can spare gets ids instead; the bytes come
+  // from spare ones, else from parking the oldest free block any other pool
+  // holds beyond its own need (docs/beyond.md). REQUIRES: NeedFits() held
+  // at the check.
+  void MakeRoom();
+  // Unparks ids in `pool` while it is short or, with `spare_evictions`,
+  // while its allocation would evict a block younger than another pool's
+  // oldest spare one.
+  void MoveInto(std::uint32_t pool, bool spare_evictions);
+  // The oldest free block of a pool other than `pool` beyond that pool's
+  // need_; kNullBlock when none has one.
+  BlockId OldestSpareBlock(std::uint32_t pool) const;
 
   CacheConfig config_;
   std::uint64_t id_;  // HitOrigin::cache of this cache's hits
@@ -126,6 +143,14 @@ class CacheCore {
   // Scratch of BlocksNeeded: blocks per pool.
   mutable std::vector<std::uint64_t> need_ =
       std::vector<std::uint64_t>(pool_.num_pools(), 0);
+  // Rebalancing: each pool's free blocks when the allocation was checked;
+  // which ids were parked when the engine last took the moves, and whether
+  // any moved since.
+  std::vector<std::uint32_t> free_at_check_ =
+      std::vector<std::uint32_t>(pool_.num_pools(), 0);
+  std::vector<bool> parked_at_take_;
+  bool moved_since_take_ = false;
+  std::vector<BlockId> moved_scratch_;
   Coordinator coordinator_{groups_, geometry_};
   SplitRules split_rules_ = MakeSplitRules(config_, geometry_);
   absl::flat_hash_map<RequestId, RequestState> requests_;

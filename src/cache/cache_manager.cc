@@ -52,6 +52,7 @@ void CacheManager::Free(RequestId id) { impl_->core.Free(id); }
 std::vector<BlockCopy> CacheManager::TakeCopies() {
   return impl_->core.TakeCopies();
 }
+PoolMoves CacheManager::TakePoolMoves() { return impl_->core.TakePoolMoves(); }
 void CacheManager::FinishStep() { impl_->core.FinishStep(); }
 bool CacheManager::ResetPrefixCache() { return impl_->core.ResetPrefixCache(); }
 std::vector<KvEvent> CacheManager::TakeEvents() {
@@ -59,9 +60,14 @@ std::vector<KvEvent> CacheManager::TakeEvents() {
 }
 PrefixCacheStats CacheManager::TakeStats() { return impl_->core.TakeStats(); }
 PoolCounters CacheManager::counters() const {
-  return {.evicted_blocks = impl_->core.pool().stats().evicted_blocks};
+  const internal::PoolStats& stats = impl_->core.pool().stats();
+  return {.evicted_blocks = stats.evicted_blocks,
+          .parked_blocks = stats.parked_blocks};
 }
 double CacheManager::usage() const { return impl_->core.pool().usage(); }
+std::uint32_t CacheManager::num_block_ids() const {
+  return impl_->core.pool().num_blocks();
+}
 std::uint32_t CacheManager::num_free_blocks() const {
   return impl_->core.pool().num_free_blocks();
 }

@@ -86,6 +86,7 @@ void CacheCore::CheckOrigin(const Request* request, const CacheHit& hit) const {
 void CacheCore::CheckHit(const Request& request, const CacheHit& hit) const {
   CheckOrigin(&request, hit);
   CheckHitShape(hit, {.num_request_tokens = request.num_tokens(),
+                      .num_block_ids = pool_.num_blocks(),
                       .config = config_,
                       .geometry = geometry_});
   if (hit.key_generation != pool_.key_generation()) {

@@ -20,7 +20,7 @@ void CheckHitShape(const CacheHit& hit, const HitContext& context) {
     HKV_REQUIRE(hit.blocks[g].size() == covering,
                 "each group's hit blocks cover the hit");
     for (BlockId block : hit.blocks[g]) {
-      HKV_REQUIRE(ToIndex(block) < config.num_blocks,
+      HKV_REQUIRE(ToIndex(block) < context.num_block_ids,
                   "hit block id out of range");
     }
   }

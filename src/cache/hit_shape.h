@@ -13,6 +13,7 @@ namespace hkv::internal {
 
 struct HitContext {
   std::uint32_t num_request_tokens = 0;
+  std::uint32_t num_block_ids = 0;  // the pool's, parked ones included
   const CacheConfig& config;
   const CacheGeometry& geometry;
 };

@@ -39,6 +39,14 @@ void PutPool(std::string& out, const BlockPool& pool) {
   Put(out, pool.num_keys());
   out += "\nfree ";
   Put(out, pool.FreeQueueSnapshot());
+  if (pool.rebalances()) {
+    out += "\nparked ";
+    Put(out, pool.stats().parked_blocks);
+    Put(out, pool.spare_bytes());
+    for (std::uint32_t i = 1; i < pool.num_blocks(); ++i) {
+      if (pool.parked(BlockId{i})) Put(out, i);
+    }
+  }
   out += '\n';
   for (std::uint32_t i = 0; i < pool.num_blocks(); ++i) {
     const BlockId id{i};
@@ -148,6 +156,13 @@ std::string StateSnapshot(const CacheCore& core) {
   Put(out, core.pending_copies_.retained);
   out += "\npinned ";
   Put(out, core.pinned_copies_);
+  if (core.pool_.rebalances()) {
+    out += "\nmoves to take ";
+    Put(out, core.moved_since_take_ ? 1 : 0);
+    for (std::uint32_t i = 1; i < core.parked_at_take_.size(); ++i) {
+      if (core.parked_at_take_[i]) Put(out, i);
+    }
+  }
   out += '\n';
   PutStats(out, core.stats_);
   for (const KvEvent& event : core.pool_.events().pending()) {

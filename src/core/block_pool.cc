@@ -1,56 +1,122 @@
 #include "core/block_pool.h"
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 
 #include "check.h"
+#include "hkv/limits.h"
 
 namespace hkv::internal {
 
 namespace {
 
-// The first id of each pool's range: pool 0's range holds the null block.
-std::vector<std::uint32_t> PoolStarts(std::uint32_t num_blocks,
-                                      std::span<const std::uint32_t> blocks) {
-  HKV_REQUIRE(num_blocks >= 1, "a pool needs at least the null block");
-  if (blocks.empty()) return {0};
+// The first id of each pool's range, given each range's usable ids: pool 0's
+// range also holds the null block.
+std::vector<std::uint32_t> PoolStarts(std::span<const std::uint32_t> ids) {
   std::vector<std::uint32_t> starts = {0};
+  std::uint32_t end = 1;
+  for (std::size_t p = 0; p + 1 < ids.size(); ++p) {
+    end += ids[p];
+    starts.push_back(end);
+  }
+  return starts;
+}
+
+// Usable ids per pool's range (one entry, num_blocks - 1, for one pool).
+std::vector<std::uint32_t> RangeIds(std::uint32_t num_blocks,
+                                    std::span<const std::uint32_t> blocks,
+                                    std::span<const std::uint64_t> slot_bytes) {
+  HKV_REQUIRE(num_blocks >= 1, "a pool needs at least the null block");
+  if (blocks.empty()) {
+    HKV_REQUIRE(slot_bytes.empty(), "only per-group pools rebalance");
+    return {num_blocks - 1};
+  }
   std::uint64_t end = 1;
   for (std::uint32_t n : blocks) {
     HKV_REQUIRE(n >= 1, "each pool holds at least one block");
-    if (end > 1) starts.push_back(static_cast<std::uint32_t>(end));
     end += n;
     HKV_REQUIRE(end <= num_blocks, "the pools' blocks exceed num_blocks - 1");
   }
   HKV_REQUIRE(end == num_blocks, "the pools' blocks sum to num_blocks - 1");
-  return starts;
+  if (slot_bytes.empty()) return {blocks.begin(), blocks.end()};
+  const std::vector<std::uint64_t> ids = RebalancedPoolIds(blocks, slot_bytes);
+  std::uint64_t total = 1;
+  for (std::uint64_t n : ids) total += n;
+  HKV_REQUIRE(total <= kMaxPoolBlocks,
+              "rebalancing pools need more than 2^24 block ids");
+  return {ids.begin(), ids.end()};
 }
 
 }  // namespace
 
+std::vector<std::uint64_t> RebalancedPoolIds(
+    std::span<const std::uint32_t> blocks,
+    std::span<const std::uint64_t> slot_bytes) {
+  HKV_REQUIRE(blocks.size() == slot_bytes.size(), "one slot size per pool");
+  std::uint64_t num_blocks = 0;
+  std::uint64_t arena = 0;
+  for (std::size_t p = 0; p < blocks.size(); ++p) {
+    HKV_REQUIRE(slot_bytes[p] >= 1 && slot_bytes[p] <= kMaxSlotBytes,
+                "a slot holds 1 to 2^32 bytes");
+    num_blocks += blocks[p];
+    arena += blocks[p] * slot_bytes[p];  // < 2^56 under the limits
+  }
+  HKV_REQUIRE(num_blocks <= kMaxPoolBlocks, "more than 2^24 blocks");
+  std::vector<std::uint64_t> ids;
+  for (std::uint64_t slot : slot_bytes) ids.push_back(arena / slot);
+  return ids;
+}
+
 BlockPool::BlockPool(std::uint32_t num_blocks, Caching caching, Events events,
                      FreeOrder free_order,
-                     std::span<const std::uint32_t> pool_blocks)
+                     std::span<const std::uint32_t> pool_blocks,
+                     std::span<const std::uint64_t> slot_bytes)
+    : BlockPool(RangeIds(num_blocks, pool_blocks, slot_bytes), caching, events,
+                free_order, pool_blocks, slot_bytes) {}
+
+BlockPool::BlockPool(const std::vector<std::uint32_t>& range_ids,
+                     Caching caching, Events events, FreeOrder free_order,
+                     std::span<const std::uint32_t> pool_blocks,
+                     std::span<const std::uint64_t> slot_bytes)
     : caching_(caching),
       free_order_(free_order),
-      blocks_(num_blocks),
-      free_queue_(num_blocks, PoolStarts(num_blocks, pool_blocks)),
-      index_(num_blocks),
+      blocks_(1 + std::accumulate(range_ids.begin(), range_ids.end(),
+                                  std::uint64_t{0})),
+      free_queue_(num_blocks(), PoolStarts(range_ids)),
+      index_(num_blocks()),
       events_(events),
-      evicted_(num_blocks) {
+      evicted_(num_blocks()),
+      slot_bytes_(slot_bytes.begin(), slot_bytes.end()),
+      parked_(slot_bytes.size()),
+      parked_bits_(slot_bytes.empty() ? 0 : num_blocks(), false),
+      freed_at_(slot_bytes.empty() ? 0 : num_blocks(), 0) {
   const BlockId null_block = free_queue_.PopFront(0);
   HKV_DCHECK(null_block == kNullBlock);
+  if (!rebalances()) return;
+  // Park each range's ids past its pool's blocks, the highest unparked last.
+  const std::vector<std::uint32_t> starts = PoolStarts(range_ids);
+  for (std::uint32_t p = 0; p < num_pools(); ++p) {
+    arena_bytes_ += std::uint64_t{pool_blocks[p]} * slot_bytes_[p];
+    const std::uint32_t first = std::max<std::uint32_t>(starts[p], 1);
+    for (std::uint32_t i = first + range_ids[p];
+         i-- > first + pool_blocks[p];) {
+      free_queue_.Remove(BlockId{i});
+      parked_[p].push_back(BlockId{i});
+      parked_bits_[i] = true;
+      ++num_parked_;
+    }
+  }
 }
 
 double BlockPool::usage() const {
-  const std::uint32_t usable = num_blocks() - 1;
+  const std::uint32_t usable = num_usable_blocks();
   if (usable == 0) return 0.0;
   return 1.0 - static_cast<double>(num_free_blocks()) / usable;
 }
 
-BlockId BlockPool::AllocateOne(std::uint32_t pool) {
-  HKV_DCHECK(free_queue_.size(pool) > 0);
-  const BlockId id = free_queue_.PopFront(pool);
+void BlockPool::TakeFree(BlockId id) {
+  free_queue_.Remove(id);
   if (HasPrimary(ToIndex(id))) {
     DropKeys(id, [this](const PrefixKey& key) {
       evicted_.Remember(key);
@@ -59,8 +125,51 @@ BlockId BlockPool::AllocateOne(std::uint32_t pool) {
     ++stats_.evicted_blocks;
   }
   HKV_DCHECK(blocks_[ToIndex(id)].ref_count == 0);
+}
+
+BlockId BlockPool::AllocateOne(std::uint32_t pool) {
+  HKV_DCHECK(free_queue_.size(pool) > 0);
+  const BlockId id = free_queue_.front(pool);
+  TakeFree(id);
   blocks_[ToIndex(id)].ref_count = 1;
   return id;
+}
+
+void BlockPool::Park(std::uint32_t pool, std::uint32_t n,
+                     std::vector<BlockId>& out) {
+  HKV_DCHECK(rebalances() && n <= num_free_blocks(pool));
+  for (std::uint32_t i = 0; i < n; ++i) {
+    out.push_back(free_queue_.front(pool));
+    ParkBlock(out.back());
+  }
+}
+
+void BlockPool::ParkBlock(BlockId id) {
+  HKV_DCHECK(rebalances() && free_queue_.Contains(id));
+  TakeFree(id);
+  const std::uint32_t pool = PoolOf(id);
+  parked_[pool].push_back(id);
+  parked_bits_[ToIndex(id)] = true;
+  ++num_parked_;
+  ++stats_.parked_blocks;
+  spare_bytes_ += slot_bytes_[pool];
+}
+
+void BlockPool::Unpark(std::uint32_t pool, std::uint32_t n,
+                       std::vector<BlockId>& out) {
+  HKV_DCHECK(rebalances() && n <= num_parked_blocks(pool) &&
+             n * slot_bytes_[pool] <= spare_bytes_);
+  std::vector<BlockId>& parked = parked_[pool];
+  const std::size_t start = out.size();
+  out.insert(out.end(), parked.rbegin(),
+             parked.rbegin() + static_cast<std::ptrdiff_t>(n));
+  parked.resize(parked.size() - n);
+  for (std::size_t i = out.size(); i-- > start;) {
+    parked_bits_[ToIndex(out[i])] = false;
+    free_queue_.PushFront(out[i]);
+  }
+  num_parked_ -= n;
+  spare_bytes_ -= n * slot_bytes_[pool];
 }
 
 void BlockPool::Allocate(std::uint32_t n, std::vector<BlockId>& out,
@@ -87,6 +196,7 @@ void BlockPool::Free(std::span<const BlockId> ordered) {
     if (id == kNullBlock) continue;
     Block& b = blocks_[ToIndex(id)];
     if (--b.ref_count > 0) continue;
+    if (rebalances()) freed_at_[ToIndex(id)] = ++num_freed_;
     if (HasPrimary(ToIndex(id)) || free_order_ == FreeOrder::kAppendAll) {
       free_queue_.PushBack(id);
     } else {
@@ -170,7 +280,7 @@ void BlockPool::MoveKeys(BlockId source, BlockId destination) {
 }
 
 bool BlockPool::Reset() {
-  if (num_blocks() - num_free_blocks() != 1) return false;
+  if (num_usable_blocks() != num_free_blocks()) return false;
   ++key_generation_;
   index_.Clear();
   evicted_.Clear();
@@ -180,9 +290,38 @@ bool BlockPool::Reset() {
 }
 
 std::size_t BlockPool::MemoryBytes() const {
+  std::size_t parked = 0;
+  for (const std::vector<BlockId>& ids : parked_) parked += ids.capacity();
   return blocks_.capacity() * sizeof(Block) + free_queue_.MemoryBytes() +
          index_.MemoryBytes() + evicted_.MemoryBytes() +
-         free_scratch_.capacity() * sizeof(BlockId);
+         (free_scratch_.capacity() + parked) * sizeof(BlockId);
+}
+
+bool BlockPool::ParkingConsistent() const {
+  std::vector<bool> listed(num_blocks(), false);
+  std::uint64_t usable_bytes = 0;
+  std::uint32_t count = 0;
+  for (std::uint32_t p = 0; p < parked_.size(); ++p) {
+    for (BlockId id : parked_[p]) {
+      const std::uint32_t i = ToIndex(id);
+      if (id == kNullBlock || i >= num_blocks() || listed[i] ||
+          PoolOf(id) != p || blocks_[i].ref_count != 0 || HasPrimary(i) ||
+          free_queue_.Contains(id)) {
+        return false;
+      }
+      listed[i] = true;
+    }
+    count += num_parked_blocks(p);
+  }
+  for (std::uint32_t i = 1; i < num_blocks(); ++i) {
+    const BlockId id{i};
+    if (listed[i] != parked(id)) return false;
+    if (!listed[i] && free_queue_.Contains(id) != (blocks_[i].ref_count == 0)) {
+      return false;
+    }
+    if (!listed[i] && rebalances()) usable_bytes += slot_bytes_[PoolOf(id)];
+  }
+  return count == num_parked_ && usable_bytes + spare_bytes_ == arena_bytes_;
 }
 
 bool BlockPool::CheckInvariants() const {
@@ -190,9 +329,9 @@ bool BlockPool::CheckInvariants() const {
       !index_.CheckInvariants()) {
     return false;
   }
+  if (!ParkingConsistent()) return false;
   for (std::uint32_t i = 1; i < num_blocks(); ++i) {
     const BlockId id{i};
-    if (free_queue_.Contains(id) != (blocks_[i].ref_count == 0)) return false;
     if (HasPrimary(i) != index_.HasKeys(id)) return false;
     // A block holds each of its keys once.
     const std::vector<PrefixKey> keys = index_.KeysOf(id);

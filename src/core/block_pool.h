@@ -6,6 +6,14 @@
 // they draw from (per-group pools: each group's blocks stay in its pool).
 // The null block (id 0) belongs to pool 0's range but is never free.
 //
+// Pools may rebalance (slot bytes given): they share one byte arena, the sum
+// of each pool's starting blocks times its slot bytes, and pool p's range
+// holds as many ids as the whole arena would at its slot size. Ids past a
+// pool's share are parked: not free, not held, never handed out. Park turns a
+// pool's oldest free blocks into spare bytes; Unpark turns spare bytes into
+// free blocks of another pool. A block id never changes pools, and the
+// arena's bytes are always the usable blocks' slots plus the spare bytes.
+//
 // Freed blocks that carry a key stay findable until the allocator reuses
 // them; eviction order is the free queue's order (spec §1.3): a Free call
 // puts the blocks without a key at the front, keeping their order (they are
@@ -43,24 +51,43 @@ namespace hkv::internal {
 enum class Caching { kEnabled, kDisabled };
 
 struct PoolStats {
-  std::uint64_t evicted_blocks = 0;  // keyed blocks reused by the allocator
+  // Keyed blocks reused by the allocator or parked.
+  std::uint64_t evicted_blocks = 0;
+  std::uint64_t parked_blocks = 0;  // by Park
 };
+
+// The ids each pool's range holds when pools rebalance: the most slots of
+// slot_bytes[p] the arena, sum(blocks[q] * slot_bytes[q]), holds. REQUIRES
+// (else the sums may wrap; UsageError): equal sizes, every slot in
+// [1, kMaxSlotBytes], the blocks' sum at most kMaxPoolBlocks.
+std::vector<std::uint64_t> RebalancedPoolIds(
+    std::span<const std::uint32_t> blocks,
+    std::span<const std::uint64_t> slot_bytes);
 
 class BlockPool {
  public:
   // `pool_blocks`: empty, one pool of every block; else the usable blocks
-  // of each pool, whose ids follow each other from 1. REQUIRES (else
-  // UsageError): num_blocks >= 1 (block 0 becomes the null block); each
-  // pool at least one block, num_blocks 1 + their sum.
+  // of each pool, whose ids follow each other from 1. `slot_bytes`: empty,
+  // fixed pools; else one per pool, and the pools rebalance: each range
+  // holds RebalancedPoolIds ids, the ones past pool_blocks[p] parked.
+  // REQUIRES (else UsageError): num_blocks >= 1 (block 0 becomes the null
+  // block); each pool at least one block, num_blocks 1 + their sum; slot
+  // bytes as RebalancedPoolIds requires, the ids at most kMaxPoolBlocks.
   BlockPool(std::uint32_t num_blocks, Caching caching,
             Events events = Events::kDisabled,
             FreeOrder free_order = FreeOrder::kPrependUncached,
-            std::span<const std::uint32_t> pool_blocks = {});
+            std::span<const std::uint32_t> pool_blocks = {},
+            std::span<const std::uint64_t> slot_bytes = {});
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 
+  // Block ids, 0 to num_blocks() - 1, parked ones included.
   std::uint32_t num_blocks() const {
     return static_cast<std::uint32_t>(blocks_.size());
+  }
+  // Blocks held or free (not parked), the null block excluded.
+  std::uint32_t num_usable_blocks() const {
+    return num_blocks() - 1 - num_parked_;
   }
   std::uint32_t num_pools() const { return free_queue_.num_lists(); }
   // The pool whose range holds `id`.
@@ -70,9 +97,44 @@ class BlockPool {
     return free_queue_.size(pool);
   }
   bool caching_enabled() const { return caching_ == Caching::kEnabled; }
-  // Fraction of usable blocks in use: 1 - free / (num_blocks - 1); 0 when
-  // only the null block exists.
+  // Fraction of usable blocks in use: 1 - free / usable; 0 when none is.
   double usage() const;
+
+  // Rebalancing (all 0 or empty unless the pools rebalance).
+  bool rebalances() const { return !slot_bytes_.empty(); }
+  std::uint64_t slot_bytes(std::uint32_t pool) const {
+    return slot_bytes_[pool];
+  }
+  std::uint32_t num_parked_blocks(std::uint32_t pool) const {
+    return static_cast<std::uint32_t>(parked_[pool].size());
+  }
+  bool parked(BlockId id) const {
+    return !parked_bits_.empty() && parked_bits_[ToIndex(id)];
+  }
+  // Arena bytes in no pool's usable blocks.
+  std::uint64_t spare_bytes() const { return spare_bytes_; }
+  // The free block `n` places behind the front of `pool`'s queue: the
+  // allocator takes it (n + 1)th. REQUIRES: n < num_free_blocks(pool). O(n).
+  BlockId NthFree(std::uint32_t pool, std::uint32_t n) const {
+    return free_queue_.Nth(pool, n);
+  }
+  // Where a free block stands in the pools' common eviction order (smaller
+  // goes first): 0 without a key (nothing is lost taking it), else the
+  // order in which it was freed. REQUIRES: rebalances().
+  std::uint64_t EvictionAge(BlockId id) const {
+    return HasPrimary(ToIndex(id)) ? freed_at_[ToIndex(id)] : 0;
+  }
+  // Parks the first `n` free blocks of `pool` (their keys evicted as the
+  // allocator evicts them), appending their ids to `out`; their slots
+  // become spare bytes. REQUIRES: rebalances(), n <= num_free_blocks(pool).
+  void Park(std::uint32_t pool, std::uint32_t n, std::vector<BlockId>& out);
+  // Parks one free block, wherever it stands in its queue. REQUIRES:
+  // rebalances(), the block is free.
+  void ParkBlock(BlockId id);
+  // Unparks `n` ids of `pool` onto the front of its free queue (used
+  // first), appending them to `out`, paid from the spare bytes. REQUIRES:
+  // rebalances(), n <= num_parked_blocks(pool), n slots <= spare_bytes().
+  void Unpark(std::uint32_t pool, std::uint32_t n, std::vector<BlockId>& out);
   const PoolStats& stats() const { return stats_; }
   // Removals and clears are recorded here; group managers add what they store.
   EventLog& events() { return events_; }
@@ -173,9 +235,10 @@ class BlockPool {
     return free_queue_.Snapshot();
   }
 
-  // Returns false on any broken invariant: free queue membership <=> ref 0
-  // and not null; every key registered for exactly the blocks that own it.
-  // O(num_blocks + keys).
+  // Returns false on any broken invariant: free queue membership <=> ref 0,
+  // not null and not parked; a parked id keyless and in its own pool's
+  // range; the arena's bytes all accounted; every key registered for
+  // exactly the blocks that own it. O(num_blocks + keys).
   bool CheckInvariants() const;
 
  private:
@@ -186,12 +249,20 @@ class BlockPool {
     std::uint32_t primary_num_tokens = 0;
   };
 
+  BlockPool(const std::vector<std::uint32_t>& range_ids, Caching caching,
+            Events events, FreeOrder free_order,
+            std::span<const std::uint32_t> pool_blocks,
+            std::span<const std::uint64_t> slot_bytes);
+
   bool HasPrimary(std::uint32_t i) const {
     return blocks_[i].primary_num_tokens > 0;
   }
   void SetPrimary(BlockId id, const PrefixKey& key, std::uint32_t num_tokens);
   void AddAlias(BlockId id, const PrefixKey& key);
   void RecordRemoval(const PrefixKey& key);
+  // Takes a free block off its queue, evicting its keys.
+  void TakeFree(BlockId id);
+  bool ParkingConsistent() const;
   // Drops every key of `id`, calling on_key(key) for each, primary first.
   template <typename F>
   void DropKeys(BlockId id, F&& on_key);
@@ -207,6 +278,18 @@ class BlockPool {
   std::uint64_t key_generation_ = 0;
   // Keys evicted by reuse (approximate, bounded).
   EvictedKeys evicted_;
+  // Rebalancing: slot bytes and parked ids (unparked from the back) per
+  // pool, the arena's bytes and those in no usable block.
+  std::vector<std::uint64_t> slot_bytes_;
+  std::vector<std::vector<BlockId>> parked_;
+  std::vector<bool> parked_bits_;  // by id; empty unless rebalancing
+  // When each block was last freed (a count of blocks freed), by id; empty
+  // unless rebalancing.
+  std::vector<std::uint64_t> freed_at_;
+  std::uint64_t num_freed_ = 0;
+  std::uint64_t arena_bytes_ = 0;
+  std::uint64_t spare_bytes_ = 0;
+  std::uint32_t num_parked_ = 0;
 };
 
 }  // namespace hkv::internal

@@ -43,6 +43,13 @@ void FreeBlockQueue::InsertBefore(std::uint32_t at, std::uint32_t index,
   ++total_;
 }
 
+BlockId FreeBlockQueue::Nth(std::uint32_t list, std::uint32_t n) const {
+  HKV_DCHECK(n < sizes_[list]);
+  std::uint32_t i = links_[Sentinel(list)].next;
+  for (; n > 0; --n) i = links_[i].next;
+  return BlockId{i};
+}
+
 BlockId FreeBlockQueue::PopFront(std::uint32_t list) {
   HKV_DCHECK(sizes_[list] > 0);
   const BlockId id = front(list);

@@ -37,6 +37,9 @@ class FreeBlockQueue {
     return BlockId{links_[Sentinel(list)].next};
   }
 
+  // The id `n` places behind the front of `list`. REQUIRES: n < size(list).
+  // O(n).
+  BlockId Nth(std::uint32_t list, std::uint32_t n) const;
   // REQUIRES: size(list) > 0.
   BlockId PopFront(std::uint32_t list);
   // REQUIRES: Contains(id).

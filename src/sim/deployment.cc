@@ -147,9 +147,10 @@ Result<PoolLayout> ParsePoolLayout(std::string_view text) {
   if (text == "shared") return PoolLayout::kShared;
   if (text == "per-group") return PoolLayout::kPerGroup;
   if (text == "workload") return PoolLayout::kPerGroupByWorkload;
+  if (text == "rebalanced") return PoolLayout::kRebalanced;
   return Fail(ErrorCode::kInvalidArgument,
               "pool layout \"" + std::string(text) +
-                  "\" is not shared, per-group or workload");
+                  "\" is not shared, per-group, workload or rebalanced");
 }
 
 Result<void> ParsePageGeometry(std::string_view text, DeploymentSpec& spec) {
@@ -185,6 +186,10 @@ Result<ResolvedDeployment> ResolveDeployment(const DeploymentSpec& spec) {
   for (const GroupPlan& group : plan->groups) {
     out.cache.groups.push_back(CacheGroup(group, *plan, model, spec));
     out.page_bytes.push_back(group.data_bytes);
+  }
+  if (spec.pools == PoolLayout::kRebalanced) {
+    out.cache.pool_slot_bytes.assign(out.page_bytes.begin(),
+                                     out.page_bytes.end());
   }
   if (Result<void> ok = out.cache.Validate(); !ok) {
     return tl::unexpected(ok.error());

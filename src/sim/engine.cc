@@ -62,6 +62,9 @@ Result<void> Engine::Step() {
     shape_.copy_bytes += PageBytes(ToIndex(copy.group));
   }
   result_.copies += shape_.copies;
+  // Rebalancing pools: the engine remaps the moved ids' memory before the
+  // step (not modelled: a few mappings per step at most).
+  cache_.TakePoolMoves();
   const double step_s = StepSeconds(options_.cost, shape_);
   now_ += step_s;
   ++result_.steps;

@@ -145,6 +145,10 @@ Result<CacheConfig> CacheFromGroups(const CacheFields& f,
                   "--pools per-group: " + std::to_string(*usable) +
                       " blocks leave a group no block");
     }
+    // Without page bytes, a block of any group is worth one of another.
+    if (pools == PoolLayout::kRebalanced) {
+      config.pool_slot_bytes.assign(config.groups.size(), 1);
+    }
   }
   if (Result<void> ok = config.Validate(); !ok) {
     return tl::unexpected(ok.error());

@@ -21,6 +21,8 @@ std::string PoolLabel(PoolLayout pools) {
       return " per-group";
     case PoolLayout::kPerGroupByWorkload:
       return " workload pools";
+    case PoolLayout::kRebalanced:
+      return " rebalanced pools";
     case PoolLayout::kShared:
       break;
   }

@@ -143,9 +143,11 @@ std::vector<SimOption> DeploymentOptions() {
                "with its own page, split in proportion to each group's "
                "bytes per request at the context, as hkv plan; workload: "
                "per-group pools re-split by the bytes each group keeps "
-               "cached in an unlimited-pool run of the workload first",
+               "cached in an unlimited-pool run of the workload first; "
+               "rebalanced: per-group's split, and a pool that runs dry "
+               "takes the bytes of other pools' oldest free blocks",
        .check = &CheckPools,
-       .value_name = "{shared,per-group,workload}"},
+       .value_name = "{shared,per-group,workload,rebalanced}"},
       {.name = "key_function",
        .field = &O::key_function,
        .help = "Prefix key digest",

@@ -153,6 +153,8 @@ void AddEngine(std::vector<Row>& f, const SimulationResult& r) {
   f.push_back({"preemptions", "preemptions", Whole(r.preemptions)});
   f.push_back({"cow_copies", "copy-on-write copies", Whole(r.copies)});
   f.push_back({"evicted_blocks", "evicted blocks", Whole(r.evicted_blocks)});
+  f.push_back({"pool_moved_blocks", "blocks moved between pools",
+               Whole(r.parked_blocks)});
   f.push_back({"kv_usage_mean_percent", "KV usage mean/peak (%)",
                Fixed(100 * r.usage_mean, 1), "kv_usage_peak_percent",
                Fixed(100 * r.usage_peak, 1)});

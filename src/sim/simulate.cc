@@ -83,6 +83,7 @@ SimulationResult Engine::Finish() {
   result_.recomputed_tokens =
       prefill_tokens_ - std::min(prefill_tokens_, result_.computed_tokens);
   result_.evicted_blocks = cache_.counters().evicted_blocks;
+  result_.parked_blocks = cache_.counters().parked_blocks;
   result_.manager_stats = cache_.TakeStats();
   const std::vector<std::uint64_t> cached = cache_.CachedBlocksPerGroup();
   const CacheConfig& config = options_.cache;
