@@ -170,7 +170,8 @@ TEST(ComparisonTest, ExtraGeometriesAddColumnsOnce) {
           "256/256/256", "2048/2048/2048", "2048/2048/256", "2048/256/256",
           "2048/2048/2048,retention=placement",
           "2048/256/256,retention=placement",
-          "256/256/256,pools=workload,retention=placement", "4096/256/256"));
+          "2048/2048/2048,pools=rebalanced,retention=placement",
+          "256/256/256,pools=rebalanced,retention=placement", "4096/256/256"));
 }
 
 // A configuration is a geometry with settings of its own; an unknown

@@ -46,7 +46,8 @@ struct GeometryComparisonOptions {
       "2048/256/256",
       "2048/2048/2048,retention=placement",
       "2048/256/256,retention=placement",
-      "256/256/256,pools=workload,retention=placement"};
+      "2048/2048/2048,pools=rebalanced,retention=placement",
+      "256/256/256,pools=rebalanced,retention=placement"};
   std::vector<std::string> scenarios = {
       "cold-prefill", "resend", "shared-prefix", "needle", "decode-cell"};
   Objective objective = Objective::kTtftP50;
@@ -176,12 +177,11 @@ Candidate CandidateOf(const ConfigurationOutcome& outcome,
 std::vector<std::string> SearchGeometries();
 
 // `hkv compare --search`: every SearchGeometries() geometry under dense
-// retention, retention interval 0, placement, and placement in per-group
-// pools split by the workload (labels "T/R/U dense", "T/R/U interval 0",
-// "T/R/U placement", "T/R/U workload pools placement") on the options'
-// trace only (no scenarios, no sensitivity runs), ranked by the rule: 28
-// trace runs (and 7 unlimited-pool runs to split the pools), `progress`
-// called as they go.
+// retention, retention interval 0, placement, and placement in rebalanced
+// per-group pools (labels "T/R/U dense", "T/R/U interval 0", "T/R/U
+// placement", "T/R/U rebalanced pools placement") on the options' trace
+// only (no scenarios, no sensitivity runs), ranked by the rule: 28 trace
+// runs, `progress` called as they go.
 // Returns the first error, prefixed by the configuration.
 [[nodiscard]] Result<Comparison> RunGeometrySearch(
     const GeometryComparisonOptions& options, const SimProgress& progress);

@@ -14,11 +14,12 @@ FANOUT = dict(workload="fanout:requests=8,prefix=4096",
               num_blocks=500)
 
 
-# The reviewers' four geometries, then hkv's three configurations.
+# The reviewers' four geometries, then hkv's four configurations.
 DEFAULT_LABELS = ["256/256/256", "2048/2048/2048", "2048/2048/256",
                   "2048/256/256", "2048/2048/2048 placement",
                   "2048/256/256 placement",
-                  "256/256/256 workload pools placement"]
+                  "2048/2048/2048 rebalanced pools placement",
+                  "256/256/256 rebalanced pools placement"]
 
 
 def cli(*args):

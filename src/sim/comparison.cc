@@ -145,9 +145,7 @@ Result<void> RunSensitivity(RunSpec run, ConfigurationOutcome& out,
   }
   config = out.config;
   // One pool that never evicts: how it would be split does not matter.
-  config.cache.group_pool_blocks.clear();
-  config.cache.num_blocks =
-      internal::UnlimitedPoolBlocks(config.cache, *run.workload);
+  internal::UseUnlimitedPool(config.cache, *run.workload);
   run.label = out.config.label + " unlimited pool";
   Result<SimulationResult> unlimited = RunOne(run, nullptr);
   if (!unlimited) return tl::unexpected(unlimited.error());

@@ -14,7 +14,8 @@
 namespace hkv {
 namespace {
 
-// " per-group" or " workload pools" after a geometry with such pools.
+// " per-group", " workload pools" or " rebalanced pools" after a geometry
+// with such pools.
 std::string PoolLabel(PoolLayout pools) {
   switch (pools) {
     case PoolLayout::kPerGroup:

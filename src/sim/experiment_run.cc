@@ -208,8 +208,7 @@ Result<void> SplitPoolsByWorkload(SimConfig& config, SimulationOptions engine,
                : static_cast<double>(config.page_bytes[g]);
   };
   engine.cache = cache;
-  engine.cache.group_pool_blocks.clear();
-  engine.cache.num_blocks = UnlimitedPoolBlocks(cache, workload);
+  UseUnlimitedPool(engine.cache, workload);
   engine.page_bytes = config.page_bytes;
   engine.progress = nullptr;
   engine.record_steps = false;

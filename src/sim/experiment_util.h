@@ -32,10 +32,10 @@ using KeyValues = std::map<std::string, std::string>;
                                                std::uint64_t fallback,
                                                std::uint64_t max);
 
-// A pool `workload` cannot fill: every token of every request in blocks of
-// each group, plus slack, capped at 2^31.
-std::uint32_t UnlimitedPoolBlocks(const CacheConfig& cache,
-                                  std::span<const SimRequest> workload);
+// Makes `cache` one shared pool (no per-group or rebalancing pools) that
+// `workload` cannot fill: every token of every request in blocks of each
+// group, plus slack, capped at 2^31 blocks.
+void UseUnlimitedPool(CacheConfig& cache, std::span<const SimRequest> workload);
 
 // Per-group pools split from the workload (PoolLayout::kPerGroupByWorkload):
 // the pools' bytes (blocks times page bytes; blocks alone without page

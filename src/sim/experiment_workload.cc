@@ -218,8 +218,8 @@ Result<std::vector<SimRequest>> LoadWorkload(const ExperimentOptions& o) {
 
 namespace internal {
 
-std::uint32_t UnlimitedPoolBlocks(const CacheConfig& cache,
-                                  std::span<const SimRequest> workload) {
+void UseUnlimitedPool(CacheConfig& cache,
+                      std::span<const SimRequest> workload) {
   std::uint64_t tokens = 0;
   for (const SimRequest& r : workload) {
     tokens += PromptLength(r) + r.output_length;
@@ -228,7 +228,9 @@ std::uint32_t UnlimitedPoolBlocks(const CacheConfig& cache,
   for (const GroupSpec& g : cache.groups) {
     blocks += tokens / TokensPerBlock(g, cache.dcp) + 4 * workload.size();
   }
-  return static_cast<std::uint32_t>(std::min<std::uint64_t>(
+  cache.group_pool_blocks.clear();
+  cache.pool_slot_bytes.clear();
+  cache.num_blocks = static_cast<std::uint32_t>(std::min<std::uint64_t>(
       blocks, std::numeric_limits<std::uint32_t>::max() / 2));
 }
 

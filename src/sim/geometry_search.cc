@@ -36,7 +36,7 @@ Result<Comparison> RunGeometrySearch(const GeometryComparisonOptions& options,
       {std::nullopt, "reference", "shared", " dense"},
       {0, "reference", "shared", " interval 0"},
       {std::nullopt, "placement", "shared", ""},
-      {std::nullopt, "placement", "workload", ""},
+      {std::nullopt, "placement", "rebalanced", ""},
   };
   for (const Setting& setting : settings) {
     o.experiment.retention_interval = setting.retention_interval;
@@ -61,7 +61,7 @@ Result<Comparison> RunGeometrySearch(const GeometryComparisonOptions& options,
       all.candidates[i].label = all.configurations[i].config.label;
     }
   }
-  all.retention = "dense, interval 0, placement, placement in workload pools";
+  all.retention = "dense, interval 0, placement, placement in rebalanced pools";
   all.interval0 = std::nullopt;
   all.recommendation =
       Recommend(all.candidates, o.objective, o.capacity_tolerance);

@@ -191,6 +191,7 @@ std::vector<std::uint32_t> SplitIntoGroupPools(const CacheConfig& config,
                                                std::uint32_t usable_blocks) {
   CacheConfig shared = config;
   shared.group_pool_blocks.clear();
+  shared.pool_slot_bytes.clear();
   const std::uint64_t longest =
       EstimateCapacity(shared, usable_blocks, 1.0).tokens;
   std::vector<std::uint32_t> pools;

@@ -141,29 +141,39 @@ std::vector<Row> Rows() {
   return rows;
 }
 
+// `label`'s words packed into lines that fit a cell (a longer word alone).
+std::vector<std::string> WrapWords(const std::string& label) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < label.size()) {
+    std::size_t end = label.find(' ', start);
+    if (end == std::string::npos) end = label.size();
+    const std::string word = label.substr(start, end - start);
+    if (!lines.empty() && lines.back().size() + 1 + word.size() < kCellWidth) {
+      lines.back() += " " + word;
+    } else {
+      lines.push_back(word);
+    }
+    start = end + 1;
+  }
+  return lines;
+}
+
 void PrintBlock(const Comparison& c, std::size_t first, std::size_t end) {
   const std::vector<Row> rows = Rows();
-  // A label too long for its cell (a geometry and its pool layout) goes on
-  // two lines, split at its first space.
-  std::vector<std::string> heads;
-  std::vector<std::string> tails;
+  // A label too long for its cell (a geometry, its pool layout and
+  // retention) goes on as many lines as its words need.
+  std::vector<std::vector<std::string>> heads;
+  std::size_t num_lines = 1;
   for (std::size_t i = first; i < end; ++i) {
-    const std::string& label = c.configurations[i].config.label;
-    const std::size_t space = label.find(' ');
-    const bool fits = label.size() < kCellWidth || space == std::string::npos;
-    heads.push_back(fits ? label : label.substr(0, space));
-    tails.push_back(fits ? "" : label.substr(space + 1));
+    heads.push_back(WrapWords(c.configurations[i].config.label));
+    num_lines = std::max(num_lines, heads.back().size());
   }
-  fmt::print("{:<{}}", "configuration", kLabelWidth);
-  for (const std::string& head : heads) {
-    fmt::print(" {:>{}}", head, kCellWidth - 1);
-  }
-  fmt::print("\n");
-  if (std::any_of(tails.begin(), tails.end(),
-                  [](const std::string& t) { return !t.empty(); })) {
-    fmt::print("{:<{}}", "", kLabelWidth);
-    for (const std::string& tail : tails) {
-      fmt::print(" {:>{}}", tail, kCellWidth - 1);
+  for (std::size_t line = 0; line < num_lines; ++line) {
+    fmt::print("{:<{}}", line == 0 ? "configuration" : "", kLabelWidth);
+    for (const std::vector<std::string>& head : heads) {
+      fmt::print(" {:>{}}", line < head.size() ? head[line] : "",
+                 kCellWidth - 1);
     }
     fmt::print("\n");
   }

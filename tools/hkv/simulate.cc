@@ -122,8 +122,9 @@ void RegisterCompare(CLI::App& app) {
       "Compare cache configurations side by side. Without --config or "
       "--vary: page geometries 256/256/256, 2048/2048/2048, 2048/2048/256 "
       "and 2048/256/256 as the reference runs them, then hkv's "
-      "2048/2048/2048 and 2048/256/256 with placement and 256/256/256 "
-      "with placement in workload pools (and each --geometry), of the "
+      "2048/2048/2048 and 2048/256/256 with placement and 2048/2048/2048 "
+      "and 256/256/256 with placement in rebalanced pools (and each "
+      "--geometry), of the "
       "measured GB10 deployment (preset glm53-flash-gb10x4) on the named "
       "scenarios and the first 2000 requests of the bundled conversation "
       "trace, with a recommendation, its sensitivity and what the "
@@ -158,7 +159,7 @@ void RegisterCompare(CLI::App& app) {
   sub->add_flag("--search", options->search,
                 "Rank geometries (target 256..4096, recurrent pages and hash "
                 "unit 256 or the target) x retention (dense, interval 0, "
-                "placement, placement in workload pools) on the trace, for "
+                "placement, placement in rebalanced pools) on the trace, for "
                 "the deployment and budget of the flags")
       ->excludes("--config")
       ->excludes("--vary")
