@@ -1,9 +1,9 @@
 // Lookup of a 128k-token warm hit in a 3-group hybrid: full attention 2048,
 // aligned recurrent state 256 and a 4096-token sliding window over 2048
 // blocks, hash unit 256; with DCP 1 and 4 (full attention sharded, the
-// window replicated); in one shared pool and in per-group pools. And the
-// allocation path: a 128k-token prefill in 8192-token chunks, committed
-// and freed, in either pool layout.
+// window replicated); in one shared pool, in per-group pools and in
+// rebalancing per-group pools. And the allocation path: a 128k-token
+// prefill in 8192-token chunks, committed and freed, in each pool layout.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -17,8 +17,9 @@
 namespace hkv {
 namespace {
 
-// `per_group`: pools of 2047, 1024 and 1024 blocks instead of one of 4095.
-CacheConfig HybridConfig(std::uint32_t dcp, bool per_group) {
+// `pools`: 0, one pool of 4095 blocks; 1, pools of 2047, 1024 and 1024
+// blocks; 2, those pools rebalancing, a state slot worth half a page.
+CacheConfig HybridConfig(std::uint32_t dcp, std::int64_t pools) {
   return {.groups = {{.block_size = 2048},
                      {.kind = GroupKind::kRecurrent, .block_size = 256},
                      {.kind = GroupKind::kSlidingWindow,
@@ -27,8 +28,10 @@ CacheConfig HybridConfig(std::uint32_t dcp, bool per_group) {
                       .dcp_layout = DcpLayout::kReplicated}},
           .num_blocks = 4096,
           .group_pool_blocks =
-              per_group ? std::vector<std::uint32_t>{2047, 1024, 1024}
+              pools > 0 ? std::vector<std::uint32_t>{2047, 1024, 1024}
                         : std::vector<std::uint32_t>{},
+          .pool_slot_bytes = pools > 1 ? std::vector<std::uint64_t>{2, 1, 2}
+                                       : std::vector<std::uint64_t>{},
           .keys = {.hash_unit = 256},
           .dcp = dcp};
 }
@@ -50,6 +53,7 @@ bool CacheInChunks(CacheManager& cache, std::span<const TokenId> tokens) {
     done += n;
     cache.Commit(r, done);
     cache.TakeCopies();
+    cache.TakePoolMoves();
     cache.FinishStep();
   }
   cache.Free(r.id());
@@ -59,7 +63,7 @@ bool CacheInChunks(CacheManager& cache, std::span<const TokenId> tokens) {
 void BM_Lookup_HybridWarmHit(benchmark::State& state) {
   const auto dcp = static_cast<std::uint32_t>(state.range(0));
   Result<CacheManager> cache =
-      CacheManager::Create(HybridConfig(dcp, state.range(1) != 0));
+      CacheManager::Create(HybridConfig(dcp, state.range(1)));
   const std::vector<TokenId> tokens = bench::RandomTokens(bench::k128k, 1);
   if (!cache || !CacheInChunks(*cache, tokens)) {
     state.SkipWithError("cannot set up the hybrid cache");
@@ -84,11 +88,12 @@ BENCHMARK(BM_Lookup_HybridWarmHit)
     ->Args({1, 0})
     ->Args({4, 0})
     ->Args({1, 1})
+    ->Args({1, 2})
     ->Unit(benchmark::kMicrosecond);
 
 void BM_Prefill_Hybrid128k(benchmark::State& state) {
   Result<CacheManager> cache =
-      CacheManager::Create(HybridConfig(1, state.range(0) != 0));
+      CacheManager::Create(HybridConfig(1, state.range(0)));
   const std::vector<TokenId> tokens = bench::RandomTokens(bench::k128k, 1);
   if (!cache) {
     state.SkipWithError("cannot set up the hybrid cache");
@@ -105,6 +110,7 @@ BENCHMARK(BM_Prefill_Hybrid128k)
     ->ArgName("pools")
     ->Arg(0)
     ->Arg(1)
+    ->Arg(2)
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
