@@ -31,6 +31,7 @@ else:
     _MISSING = None
     from hkv._hkv import (  # noqa: E402,F401
         BlockCopy,
+        PoolMoves,
         BlockRemoved,
         BlockStored,
         AllBlocksCleared,
@@ -95,6 +96,7 @@ def __getattr__(name):
 __all__ = [
     "AllBlocksCleared",
     "BlockCopy",
+    "PoolMoves",
     "BlockRemoved",
     "BlockStored",
     "CacheHit",

@@ -61,7 +61,10 @@ class KVCacheManager:
     fork's order) or ``"append_all"`` (the back, upstream vLLM's), or an
     hkv.FreeOrder. ``group_pool_blocks``: None (one pool, the reference's)
     or per-group pools, one block count per group; ``num_blocks`` is then
-    1 + their sum (docs/beyond.md). ``retention``: ``"reference"`` (the
+    1 + their sum (docs/beyond.md). ``pool_slot_bytes``: None (the pools
+    keep their blocks) or one slot size in bytes per group: the pools
+    rebalance within the bytes they start with, and ``take_pool_moves``
+    says which block ids gave up their memory and which took it. ``retention``: ``"reference"`` (the
     reference's retention, as ``retention_interval`` says) or
     ``"placement"`` (one recurrent state per prompt end and per
     shared-prefix junction, where a lookup lands; docs/beyond.md).
@@ -72,7 +75,7 @@ class KVCacheManager:
                  key_function="sha256_cbor", enable_caching=True,
                  enable_kv_cache_events=False, seed=None,
                  free_order="prepend_uncached", group_pool_blocks=None,
-                 retention="reference", **limits):
+                 pool_slot_bytes=None, retention="reference", **limits):
         config = _hkv.CacheConfig()
         config.groups = make_groups(groups)
         config.num_blocks = whole("num_blocks", num_blocks)
@@ -96,6 +99,9 @@ class KVCacheManager:
         if group_pool_blocks is not None:
             config.group_pool_blocks = [whole("group_pool_blocks", n)
                                         for n in group_pool_blocks]
+        if pool_slot_bytes is not None:
+            config.pool_slot_bytes = [whole("pool_slot_bytes", n, 2**64 - 1)
+                                      for n in pool_slot_bytes]
         for key in ("max_model_len", "max_in_flight_tokens",
                     "retention_interval"):
             if limits.get(key) is not None:
@@ -254,6 +260,12 @@ class KVCacheManager:
     def take_copies(self):
         """Copy-on-write copies the engine runs before the step."""
         return self.cache.take_copies()
+
+    def take_pool_moves(self):
+        """Rebalancing pools: hkv.PoolMoves since the last call, the ids
+        whose memory the engine unmaps (parked) and maps (unparked) before
+        the step."""
+        return self.cache.take_pool_moves()
 
     def finish_step(self):
         """The step that ran the taken copies is done."""

@@ -97,6 +97,7 @@ void BindConfig(py::module_& m) {
       .def_readwrite("groups", &CacheConfig::groups)
       .def_readwrite("num_blocks", &CacheConfig::num_blocks)
       .def_readwrite("group_pool_blocks", &CacheConfig::group_pool_blocks)
+      .def_readwrite("pool_slot_bytes", &CacheConfig::pool_slot_bytes)
       .def_readwrite("keys", &CacheConfig::keys)
       .def_readwrite("dcp", &CacheConfig::dcp)
       .def_readwrite("retention_interval", &CacheConfig::retention_interval)
@@ -215,6 +216,7 @@ void BindManager(py::module_& m) {
            py::arg("num_computed_tokens"), Release())
       .def("free", &CacheManager::Free, py::arg("id"), Release())
       .def("take_copies", &CacheManager::TakeCopies)
+      .def("take_pool_moves", &CacheManager::TakePoolMoves)
       .def("finish_step", &CacheManager::FinishStep)
       .def("reset_prefix_cache", &CacheManager::ResetPrefixCache)
       .def("take_events", &CacheManager::TakeEvents)
@@ -222,6 +224,7 @@ void BindManager(py::module_& m) {
       .def_property_readonly("counters", &CacheManager::counters)
       .def_property_readonly("usage", &CacheManager::usage)
       .def_property_readonly("num_free_blocks", &CacheManager::num_free_blocks)
+      .def_property_readonly("num_block_ids", &CacheManager::num_block_ids)
       .def("cached_blocks_per_group", &CacheManager::CachedBlocksPerGroup)
       .def(
           "block_table",

@@ -88,6 +88,18 @@ void BindCopies(py::module_& m) {
       });
 }
 
+void BindMoves(py::module_& m) {
+  py::class_<PoolMoves>(m, "PoolMoves")
+      .def_readonly("parked", &PoolMoves::parked)
+      .def_readonly("unparked", &PoolMoves::unparked)
+      .def("__bool__", [](const PoolMoves& moves) { return !moves.empty(); })
+      .def("__repr__", [](const PoolMoves& moves) {
+        return "PoolMoves(" + std::to_string(moves.parked.size()) +
+               " parked, " + std::to_string(moves.unparked.size()) +
+               " unparked)";
+      });
+}
+
 void BindStats(py::module_& m) {
   py::class_<MissCounters>(m, "MissCounters")
       .def_readonly("requests", &MissCounters::requests)
@@ -102,7 +114,8 @@ void BindStats(py::module_& m) {
       .def_readonly("window_not_covered", &PrefixCacheStats::window_not_covered)
       .def_readonly("evicted", &PrefixCacheStats::evicted);
   py::class_<PoolCounters>(m, "PoolCounters")
-      .def_readonly("evicted_blocks", &PoolCounters::evicted_blocks);
+      .def_readonly("evicted_blocks", &PoolCounters::evicted_blocks)
+      .def_readonly("parked_blocks", &PoolCounters::parked_blocks);
 }
 
 }  // namespace
@@ -110,6 +123,7 @@ void BindStats(py::module_& m) {
 void BindEvents(py::module_& m) {
   BindEventTypes(m);
   BindCopies(m);
+  BindMoves(m);
   BindStats(m);
 }
 

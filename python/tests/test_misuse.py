@@ -205,6 +205,30 @@ def test_per_group_pools():
                            group_pool_blocks=[-3])
 
 
+def test_rebalancing_pools():
+    # The same allocation succeeds once the pools share their bytes: a
+    # state slot is worth two attention slots, and one moves.
+    kv = hkv.KVCacheManager(groups="full:4,recurrent:4", num_blocks=8,
+                            group_pool_blocks=[3, 4], pool_slot_bytes=[1, 2])
+    assert kv.cache.num_block_ids == 1 + 11 + 5
+    r = kv.make_request("r", list(range(16)))
+    kv.get_computed_blocks(r)
+    assert kv.allocate_slots(r, 16) is not None
+    attention, _ = kv.get_block_ids(r)
+    assert attention == [4, 1, 2, 3]
+    moves = kv.take_pool_moves()
+    assert moves.unparked == [4]
+    assert len(moves.parked) == 1 and moves.parked[0] >= 12
+    assert not kv.take_pool_moves()
+    assert kv.cache.counters.parked_blocks == 1
+    with pytest.raises(hkv.Error, match="pool_slot_bytes 0 is outside"):
+        hkv.KVCacheManager(groups="full:4,recurrent:4", num_blocks=8,
+                           group_pool_blocks=[3, 4], pool_slot_bytes=[1, 0])
+    with pytest.raises(hkv.UsageError, match="pool_slot_bytes"):
+        hkv.KVCacheManager(groups="full:4,recurrent:4", num_blocks=8,
+                           group_pool_blocks=[3, 4], pool_slot_bytes=[1, -2])
+
+
 def test_placement_retention():
     # One recurrent state per boundary, where a lookup lands: a resend of
     # a 33-token prompt resumes at 32 under either retention.
