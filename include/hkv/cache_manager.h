@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "hkv/allocation.h"
@@ -146,6 +147,10 @@ class CacheManager {
   // Blocks currently holding at least one key, per group (index = group
   // id). O(num_blocks).
   std::vector<std::uint64_t> CachedBlocksPerGroup() const;
+  // Every key in the prefix cache with its group, once per block holding
+  // it, in block order: what a mirror fed by this cache's KV events holds.
+  // O(num_blocks + keys).
+  std::vector<std::pair<GroupId, BlockHash>> CachedKeys() const;
   // The request's block table in `group`, valid until the next mutating
   // call. REQUIRES: the request holds blocks.
   std::span<const BlockId> block_table(RequestId id, GroupId group) const;

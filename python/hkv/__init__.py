@@ -31,6 +31,7 @@ else:
     _MISSING = None
     from hkv._hkv import (  # noqa: E402,F401
         BlockCopy,
+        EventPublisher,
         PoolMoves,
         BlockRemoved,
         BlockStored,
@@ -96,6 +97,7 @@ def __getattr__(name):
 __all__ = [
     "AllBlocksCleared",
     "BlockCopy",
+    "EventPublisher",
     "PoolMoves",
     "BlockRemoved",
     "BlockStored",

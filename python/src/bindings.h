@@ -106,6 +106,7 @@ void BindEvents(py::module_& m);
 void BindPlanner(py::module_& m);
 void BindTrace(py::module_& m);
 void BindSimulator(py::module_& m);
+void BindPublisher(py::module_& m);
 
 }  // namespace hkv::python
 

@@ -226,6 +226,7 @@ void BindManager(py::module_& m) {
       .def_property_readonly("num_free_blocks", &CacheManager::num_free_blocks)
       .def_property_readonly("num_block_ids", &CacheManager::num_block_ids)
       .def("cached_blocks_per_group", &CacheManager::CachedBlocksPerGroup)
+      .def("cached_keys", &CacheManager::CachedKeys)
       .def(
           "block_table",
           [](const CacheManager& cache, RequestId id, GroupId group) {

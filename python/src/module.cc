@@ -67,4 +67,5 @@ PYBIND11_MODULE(_hkv, m) {
   hkv::python::BindPlanner(m);
   hkv::python::BindTrace(m);
   hkv::python::BindSimulator(m);
+  hkv::python::BindPublisher(m);
 }

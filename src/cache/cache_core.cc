@@ -424,6 +424,17 @@ std::vector<std::uint64_t> CacheCore::CachedBlocksPerGroup() const {
   return counts;
 }
 
+std::vector<std::pair<GroupId, BlockHash>> CacheCore::CachedKeys() const {
+  std::vector<std::pair<GroupId, BlockHash>> keys;
+  for (std::uint32_t i = 1; i < pool_.num_blocks(); ++i) {
+    if (pool_.primary_num_tokens(BlockId{i}) == 0) continue;
+    for (const PrefixKey& key : pool_.KeysOf(BlockId{i})) {
+      keys.emplace_back(key.group, key.hash);
+    }
+  }
+  return keys;
+}
+
 bool CacheCore::CheckInvariants() const {
   if (!pool_.CheckInvariants()) return false;
   std::vector<std::uint32_t> refs(pool_.num_blocks(), 0);

@@ -53,6 +53,7 @@ class CacheCore {
 
   // Blocks holding a key, per group. O(num_blocks).
   std::vector<std::uint64_t> CachedBlocksPerGroup() const;
+  std::vector<std::pair<GroupId, BlockHash>> CachedKeys() const;
 
   bool HoldsBlocks(RequestId id) const { return requests_.contains(id); }
   std::span<const BlockId> block_table(RequestId id, GroupId group) const;

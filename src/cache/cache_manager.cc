@@ -71,6 +71,9 @@ std::uint32_t CacheManager::num_block_ids() const {
 std::uint32_t CacheManager::num_free_blocks() const {
   return impl_->core.pool().num_free_blocks();
 }
+std::vector<std::pair<GroupId, BlockHash>> CacheManager::CachedKeys() const {
+  return impl_->core.CachedKeys();
+}
 std::vector<std::uint64_t> CacheManager::CachedBlocksPerGroup() const {
   return impl_->core.CachedBlocksPerGroup();
 }
