@@ -41,6 +41,13 @@ TEST(EventWireTest, ABatchIsTsEventsAndRank) {
   const msgpack::object_handle handle = Decode(bytes);
   const msgpack::object& batch = handle.get();
   ASSERT_EQ(batch.type, msgpack::type::ARRAY);
+  EXPECT_EQ(static_cast<std::uint8_t>(bytes[1]), 0xcb);  // float64, always
+  EXPECT_EQ(Decode(EncodeEventBatch({}, 3.0, 0, KeyFunction::kSha256Cbor,
+                                    HashEncoding::kBytes))
+                .get()
+                .via.array.ptr[0]
+                .type,
+            msgpack::type::FLOAT64);
   ASSERT_EQ(batch.via.array.size, 3u);
   EXPECT_EQ(batch.via.array.ptr[0].as<double>(), 12.5);
   EXPECT_EQ(batch.via.array.ptr[2].as<int>(), 3);
@@ -133,6 +140,7 @@ TEST(BatchQueueTest, AFullQueueDropsItsOldestBatch) {
         queue.Pop(std::chrono::milliseconds(0));
     ASSERT_TRUE(batch.has_value());
     EXPECT_EQ(batch->timestamp_s, ts);
+    EXPECT_EQ(batch->seq, static_cast<std::uint64_t>(ts) - 1);  // 0 dropped
     queue.MarkDone();
   }
   EXPECT_TRUE(queue.WaitDrained(std::chrono::milliseconds(0)));

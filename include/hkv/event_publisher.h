@@ -19,7 +19,10 @@
 // pairs, then [-1 (8 bytes), empty].
 //
 // Publish never blocks: batches wait in a bounded queue for the publisher's
-// thread, which drops the oldest when the queue is full and counts them.
+// thread; a full queue drops its oldest and counts it. Sequence numbers are
+// given as batches are queued, so a dropped batch leaves a gap that a
+// subscriber sees (and that replay cannot fill). The batch's ts is always a
+// float64.
 //
 // Thread-safety: every member may be called from any thread.
 //

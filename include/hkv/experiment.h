@@ -59,6 +59,8 @@ struct ExperimentOptions {
   std::string pools = "shared";  // PoolLayout: shared, per-group, workload,
                                  // rebalanced
   std::string key_function = "xxh3_128_cbor";
+  // Not null: the run publishes its KV events there (SimulationOptions).
+  EventPublisher* kv_events = nullptr;
   std::string model = "glm53-flash-like";
   std::uint32_t tp = 4;
   double budget_gib = 33.0;

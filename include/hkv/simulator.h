@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "hkv/cache_manager.h"
+#include "hkv/event_publisher.h"
 #include "hkv/cost_model.h"
 #include "hkv/replay.h"
 #include "hkv/result.h"
@@ -84,6 +85,9 @@ struct SimulationOptions {
   // Called with (finished requests, total) every 256 finished requests
   // and at the end. Empty: no calls.
   std::function<void(std::size_t done, std::size_t total)> progress = {};
+  // Not null: the run's cache records KV events, and each step's are
+  // published, stamped with the simulated clock (docs/events.md). Not owned.
+  EventPublisher* kv_events = nullptr;
 
   // kInvalidArgument naming the field: the cache config's own errors, a
   // budget, seat count or concurrency of 0, an acceptance rate outside

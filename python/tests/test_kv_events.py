@@ -218,3 +218,55 @@ def test_bad_publisher_options_are_named():
         hkv.EventPublisher("nonsense")
     with pytest.raises(hkv.UsageError, match="hashes"):
         hkv.EventPublisher("tcp://127.0.0.1:*", hashes="hex")
+
+
+def test_hkv_simulate_publishes_its_run():
+    """`hkv simulate --kv-events`: a subscriber that joins after the run
+    replays every batch from 0 and holds one key per cached block of the
+    report (hash unit = block: no partial entries)."""
+    import json
+    import subprocess
+
+    from conftest import cli
+
+    proc = subprocess.Popen(
+        [str(cli()), "simulate", "--workload", f"mooncake:{TRACE}",
+         "--limit", "100", "--groups", "full:512,recurrent:512",
+         "--hash-unit", "512", "--num-blocks", "3000", "--json",
+         "--kv-events", "tcp://127.0.0.1:*",
+         "--kv-events-replay", "tcp://127.0.0.1:*",
+         "--kv-events-linger", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    context = zmq.Context()
+    dealer = context.socket(zmq.DEALER)
+    dealer.setsockopt(zmq.RCVTIMEO, 5000)
+    try:
+        first = proc.stderr.readline()
+        assert "KV events on tcp://127.0.0.1:" in first, first
+        replay = first.split("replay on ")[1].rstrip(")\n")
+        published = proc.stderr.readline()
+        assert "KV event batches published, 0 dropped" in published
+        batches = int(published.split("hkv simulate: ")[1].split()[0])
+        dealer.connect(replay)
+        dealer.send_multipart([b"", (0).to_bytes(8, "big")])
+        mirror = Mirror()
+        seqs = []
+        while True:
+            _, seq, payload = dealer.recv_multipart()
+            if seq == END:
+                break
+            seqs.append(int.from_bytes(seq, "big"))
+            mirror.apply(decode(payload)[1])
+        assert seqs == list(range(batches))
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        table = json.loads(out)["table"]
+        per_group = collections.Counter(g for g, _ in mirror.keys.elements())
+        assert per_group[0] == table["cached_blocks_full"] > 0
+        assert per_group[1] == table["cached_blocks_recurrent"] > 0
+        assert table["evicted_blocks"] > 0
+    finally:
+        proc.kill()
+        proc.wait()
+        dealer.close(0)
+        context.term()

@@ -12,8 +12,8 @@ void BatchQueue::Push(PendingBatch batch) {
       ++dropped_;
       ++handled_;
     }
+    batch.seq = pushed_++;
     batches_.push_back(std::move(batch));
-    ++pushed_;
   }
   changed_.notify_all();
 }

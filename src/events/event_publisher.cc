@@ -80,7 +80,7 @@ struct EventPublisher::Impl {
     std::string payload = EncodeEventBatch(
         batch.events, batch.timestamp_s, options.data_parallel_rank,
         options.key_function, options.hashes);
-    const std::uint64_t seq = next_seq++;
+    const std::uint64_t seq = batch.seq;
     pub.send(zmq::buffer(options.topic), zmq::send_flags::sndmore);
     pub.send(zmq::buffer(BigEndian(static_cast<std::int64_t>(seq))),
              zmq::send_flags::sndmore);
@@ -137,8 +137,7 @@ struct EventPublisher::Impl {
   std::string endpoint;
   std::optional<std::string> replay_endpoint;
   internal::BatchQueue queue;
-  // The thread's own: the next sequence number and the replay history.
-  std::uint64_t next_seq = 0;
+  // The thread's own: the replay history.
   std::deque<std::pair<std::uint64_t, std::string>> history;
   std::atomic<std::uint64_t> published{0};
   std::atomic<std::uint64_t> replay_requests{0};
@@ -169,6 +168,10 @@ Result<std::unique_ptr<EventPublisher>> EventPublisher::Create(
   if (options.replay_endpoint) {
     impl->replay.emplace(impl->context, zmq::socket_type::router);
     impl->replay->set(zmq::sockopt::maxmsgsize, kMaxRequestFrameBytes);
+    // Room for one whole answer per client (a ROUTER drops past its
+    // high-water mark): the history and the end marker.
+    impl->replay->set(zmq::sockopt::sndhwm,
+                      static_cast<int>(options.replay_batches + 1));
     impl->replay->set(zmq::sockopt::linger, kLingerMs);
     Result<std::string> replay_bound = Bind(
         *impl->replay, *options.replay_endpoint, "KV event replay endpoint");

@@ -1,4 +1,5 @@
 // The msgpack encoding of event batches (hkv/event_publisher.h).
+#include <cstring>
 #include <msgpack.hpp>
 #include <variant>
 
@@ -168,7 +169,16 @@ std::string EncodeEventBatch(std::span<const KvEvent> events,
   msgpack::sbuffer buffer;
   Packer out(buffer);
   out.pack_array(3);
-  out.pack_double(timestamp_s);
+  // Always a float64 (0xcb and 8 bytes, big-endian), as the reference's
+  // encoder writes it: the packer would write a whole number as an integer.
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &timestamp_s, sizeof bits);
+  char ts[9] = {static_cast<char>(0xcb)};
+  for (int i = 8; i >= 1; --i) {
+    ts[i] = static_cast<char>(bits & 0xff);
+    bits >>= 8;
+  }
+  buffer.write(ts, sizeof ts);
   out.pack_array(static_cast<std::uint32_t>(events.size()));
   BatchWriter writer(out, DigestSize(key_function), hashes);
   for (const KvEvent& event : events) writer.Event(event);

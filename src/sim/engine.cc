@@ -71,6 +71,9 @@ Result<void> Engine::Step() {
   result_.peak_running = std::max(result_.peak_running,
                                   static_cast<std::uint32_t>(running_.size()));
   Complete();
+  if (options_.kv_events != nullptr) {
+    options_.kv_events->Publish(cache_.TakeEvents(), now_);
+  }
   RecordShape();
   stats_.RecordUsage(now_, step_s, cache_.usage());
   if (stats_.ResidencyDue(now_)) {

@@ -276,7 +276,8 @@ Result<SimulationOptions> EngineFromFlags(const ExperimentOptions& o) {
                       .seed = o.seed},
       .arrivals =
           o.open_loop ? ArrivalMode::kOpenLoop : ArrivalMode::kClosedLoop,
-      .concurrency = o.concurrency};
+      .concurrency = o.concurrency,
+      .kv_events = o.kv_events};
 }
 
 }  // namespace hkv

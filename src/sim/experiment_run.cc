@@ -211,6 +211,7 @@ Result<void> SplitPoolsByWorkload(SimConfig& config, SimulationOptions engine,
   UseUnlimitedPool(engine.cache, workload);
   engine.page_bytes = config.page_bytes;
   engine.progress = nullptr;
+  engine.kv_events = nullptr;  // a sizing pass, not the run
   engine.record_steps = false;
   Result<SimulationResult> unlimited = Simulate(workload, engine);
   if (!unlimited) return tl::unexpected(unlimited.error());

@@ -132,7 +132,9 @@ Result<SimulationResult> Simulate(std::span<const SimRequest> workload,
   if (Result<void> ok = ValidateWorkload(workload); !ok) {
     return tl::unexpected(ok.error());
   }
-  Result<CacheManager> cache = CacheManager::Create(options.cache);
+  CacheConfig cache_config = options.cache;
+  if (options.kv_events != nullptr) cache_config.events = KvEventMode::kEnabled;
+  Result<CacheManager> cache = CacheManager::Create(cache_config);
   if (!cache) return tl::unexpected(cache.error());
   internal::Engine engine(std::move(*cache), workload, options);
   if (Result<void> ok = engine.Run(); !ok) return tl::unexpected(ok.error());

@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "commands.h"
@@ -15,6 +16,7 @@
 #include "exit_status.h"
 #include "hkv/comparison.h"
 #include "hkv/deployment.h"
+#include "hkv/event_publisher.h"
 #include "hkv/sim_options.h"
 #include "hkv/sim_report.h"
 #include "sim_print.h"
@@ -76,6 +78,86 @@ void OnRun(CLI::App* sub, std::shared_ptr<Options> options,
   });
 }
 
+// hkv simulate --kv-events: where and how the run publishes its events.
+struct KvEventFlags {
+  std::string endpoint;
+  std::string replay_endpoint;
+  std::string topic;
+  std::string hashes = "bytes";
+  std::size_t history = 100'000;
+  double linger_s = 0.0;
+};
+
+void AddKvEventFlags(CLI::App& sub, KvEventFlags& flags) {
+  sub.add_option("--kv-events", flags.endpoint,
+                 "Publish the run's KV events on a ZeroMQ PUB socket bound "
+                 "here, e.g. tcp://127.0.0.1:5557 (tcp://127.0.0.1:* takes a "
+                 "free port; stderr names it), in the reference's wire "
+                 "format, stamped with the simulated clock (docs/events.md)")
+      ->group("KV events");
+  sub.add_option("--kv-events-replay", flags.replay_endpoint,
+                 "Also bind a ROUTER socket here that replays kept batches "
+                 "from a requested sequence number")
+      ->needs("--kv-events")
+      ->group("KV events");
+  sub.add_option("--kv-events-topic", flags.topic,
+                 "The topic frame of every message (default: empty)")
+      ->needs("--kv-events")
+      ->group("KV events");
+  sub.add_option("--kv-events-hashes", flags.hashes,
+                 "Block hashes as the digest's bytes, or as the low 64 bits "
+                 "of its big-endian value")
+      ->check(CLI::IsMember({"bytes", "low64"}))
+      ->needs("--kv-events")
+      ->group("KV events");
+  sub.add_option("--kv-events-history", flags.history,
+                 "Batches kept for replay (default 100000)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24))
+      ->needs("--kv-events")
+      ->group("KV events");
+  sub.add_option("--kv-events-linger", flags.linger_s,
+                 "Seconds to keep serving replay requests after the report "
+                 "(default 0)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->needs("--kv-events-replay")
+      ->group("KV events");
+}
+
+// Runs with a publisher: binds it, names its endpoints on stderr, sends
+// every batch before the report, then serves replays for the linger.
+int RunPublishing(SimCommandOptions options, const KvEventFlags& flags) {
+  const Result<KeyFunction> key_function =
+      ParseKeyFunction(options.key_function);
+  if (!key_function) return RunSimulate(options);  // the run names it
+  Result<std::unique_ptr<EventPublisher>> publisher = EventPublisher::Create(
+      {.endpoint = flags.endpoint,
+       .replay_endpoint =
+           flags.replay_endpoint.empty()
+               ? std::nullopt
+               : std::optional<std::string>(flags.replay_endpoint),
+       .topic = flags.topic,
+       .key_function = *key_function,
+       .hashes = flags.hashes == "low64" ? HashEncoding::kLow64
+                                          : HashEncoding::kBytes,
+       .replay_batches = flags.history});
+  if (!publisher) return Failure("simulate", publisher.error());
+  const std::optional<std::string> replay = (*publisher)->replay_endpoint();
+  fmt::print(stderr, "hkv simulate: KV events on {}{}\n",
+             (*publisher)->endpoint(),
+             replay ? " (replay on " + *replay + ")" : "");
+  options.kv_events = publisher->get();
+  const int code = RunSimulate(options);
+  (*publisher)->Flush(std::chrono::seconds(10));
+  const PublisherCounters counters = (*publisher)->counters();
+  std::fflush(stdout);
+  fmt::print(stderr,
+             "hkv simulate: {} KV event batches published, {} dropped; "
+             "serving replay for {} s\n",
+             counters.published, counters.dropped, flags.linger_s);
+  std::this_thread::sleep_for(std::chrono::duration<double>(flags.linger_s));
+  return code;
+}
+
 }  // namespace
 
 constexpr char kSimulateExamples[] = R"(Examples:
@@ -87,11 +169,14 @@ constexpr char kSimulateExamples[] = R"(Examples:
       the whole trace, one recurrent state per prompt end and junction
   hkv simulate --groups full:2048,recurrent:256 --hash-unit 256 \
       --num-blocks 4000 --workload fanout:requests=32,prefix=8192
-      a cache given by its groups and pool, on a generated fan-out)";
+      a cache given by its groups and pool, on a generated fan-out
+  hkv simulate --limit 200 --kv-events 'tcp://127.0.0.1:*' \
+      --kv-events-replay 'tcp://127.0.0.1:*' --kv-events-linger 30
+      publish the run's KV events; subscribers replay them for 30 s)";
 
 constexpr char kCompareExamples[] = R"(Examples:
   hkv compare
-      the reviewers' four page geometries and hkv's three configurations,
+      the reviewers' four page geometries and hkv's four configurations,
       with a recommendation and what the reference's best leaves behind
   hkv compare --geometry 4096/256/256 --objective reuse --json
       one more column, ranked by reused tokens, as JSON
@@ -108,7 +193,14 @@ void RegisterSimulate(CLI::App& app) {
       "(modelled times, measured cache-manager CPU time)");
   sub->footer(kSimulateExamples);
   AddSimOptions(*sub, *options);
-  OnRun(sub, options, &RunSimulate);
+  auto events = std::make_shared<KvEventFlags>();
+  AddKvEventFlags(*sub, *events);
+  sub->callback([options, events] {
+    const int code = events->endpoint.empty()
+                         ? RunSimulate(*options)
+                         : RunPublishing(*options, *events);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
 }
 
 int RunSimulate(const SimCommandOptions& options) {
