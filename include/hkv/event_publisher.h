@@ -38,6 +38,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hkv/events.h"
@@ -109,5 +110,29 @@ std::string EncodeEventBatch(std::span<const KvEvent> events,
                              double timestamp_s,
                              std::uint32_t data_parallel_rank,
                              KeyFunction key_function, HashEncoding hashes);
+
+struct DecodedBatch {
+  double timestamp_s = 0.0;
+  std::vector<KvEvent> events = {};
+  std::uint32_t data_parallel_rank = 0;
+};
+
+// A batch read back by the layout above, from the reference or from hkv:
+// a whole-number ts, nil medium ("") and fields past the ones hkv keeps
+// (locality, ownership, session_id: any value) are accepted. Hashes of
+// `hashes` encoding: DigestSize(key_function) bytes, or 64-bit integers
+// (placed in the digest's last 8 bytes, the rest zero). Nil extra_keys
+// give one empty entry per hash. kCorruption naming what is wrong
+// (truncated or malformed msgpack, an unknown event tag, a field of the
+// wrong type or range, a hash of the wrong size, too many fields, bytes
+// after the batch); sizes beyond kMaxEventBatchBytes are refused before
+// parsing.
+[[nodiscard]] Result<DecodedBatch> DecodeEventBatch(std::string_view bytes,
+                                                    KeyFunction key_function,
+                                                    HashEncoding hashes);
+
+// The largest batch DecodeEventBatch reads: 16 MiB (a parse holds about
+// 24 bytes per msgpack value, so at most about 400 MB).
+inline constexpr std::size_t kMaxEventBatchBytes = std::size_t{16} << 20;
 
 }  // namespace hkv

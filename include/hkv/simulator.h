@@ -41,8 +41,8 @@
 #include <vector>
 
 #include "hkv/cache_manager.h"
-#include "hkv/event_publisher.h"
 #include "hkv/cost_model.h"
+#include "hkv/event_publisher.h"
 #include "hkv/replay.h"
 #include "hkv/result.h"
 #include "hkv/workload.h"

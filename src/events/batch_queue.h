@@ -46,7 +46,7 @@ class BatchQueue {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<PendingBatch> batches_;
-  std::uint64_t pushed_ = 0;  // the next batch's sequence number
+  std::uint64_t pushed_ = 0;   // the next batch's sequence number
   std::uint64_t handled_ = 0;  // popped and done, or dropped
   std::uint64_t dropped_ = 0;
   bool closed_ = false;

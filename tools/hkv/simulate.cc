@@ -138,7 +138,7 @@ int RunPublishing(SimCommandOptions options, const KvEventFlags& flags) {
        .topic = flags.topic,
        .key_function = *key_function,
        .hashes = flags.hashes == "low64" ? HashEncoding::kLow64
-                                          : HashEncoding::kBytes,
+                                         : HashEncoding::kBytes,
        .replay_batches = flags.history});
   if (!publisher) return Failure("simulate", publisher.error());
   const std::optional<std::string> replay = (*publisher)->replay_endpoint();

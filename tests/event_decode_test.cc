@@ -1,0 +1,215 @@
+// Reading KV event batches back (DecodeEventBatch): every batch the
+// encoder writes decodes to the events it was given (a RapidCheck
+// property), and hostile bytes get a named kCorruption, never a crash.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <msgpack.hpp>
+
+#include "hkv/event_publisher.h"
+
+namespace hkv {
+namespace {
+
+BlockHash GenHash(std::size_t digest_bytes, HashEncoding hashes) {
+  BlockHash h;
+  // Low64 keeps the digest's last 8 bytes only.
+  const std::size_t first =
+      hashes == HashEncoding::kBytes ? 0 : digest_bytes - 8;
+  for (std::size_t i = first; i < digest_bytes; ++i) {
+    h.bytes[i] = *rc::gen::arbitrary<std::uint8_t>();
+  }
+  return h;
+}
+
+std::vector<EventExtraKey> GenExtraKeys() {
+  std::vector<EventExtraKey> keys;
+  const int n = *rc::gen::inRange(0, 3);
+  for (int i = 0; i < n; ++i) {
+    switch (*rc::gen::inRange(0, 3)) {
+      case 0:
+        keys.emplace_back(*rc::gen::arbitrary<std::string>());
+        break;
+      case 1:
+        keys.emplace_back(EventItemOffset{*rc::gen::arbitrary<std::string>(),
+                                          *rc::gen::arbitrary<std::int64_t>()});
+        break;
+      default:
+        keys.emplace_back(*rc::gen::arbitrary<EmbedsDigest>());
+        break;
+    }
+  }
+  return keys;
+}
+
+KvEvent GenEvent(std::size_t digest_bytes, HashEncoding hashes) {
+  const auto hash = [&] { return GenHash(digest_bytes, hashes); };
+  const auto optional_hash = [&]() -> std::optional<BlockHash> {
+    if (*rc::gen::arbitrary<bool>()) return std::nullopt;
+    return hash();
+  };
+  switch (*rc::gen::inRange(0, 3)) {
+    case 0: {
+      BlockStored e;
+      const int n = *rc::gen::inRange(0, 4);
+      for (int i = 0; i < n; ++i) {
+        e.block_hashes.push_back(hash());
+        e.extra_keys.emplace_back();
+        if (*rc::gen::arbitrary<bool>()) e.extra_keys.back() = GenExtraKeys();
+      }
+      e.parent_block_hash = optional_hash();
+      e.token_ids = *rc::gen::arbitrary<std::vector<TokenId>>();
+      e.block_size = *rc::gen::arbitrary<std::uint32_t>();
+      if (*rc::gen::arbitrary<bool>()) {
+        e.lora_id = *rc::gen::arbitrary<std::uint32_t>();
+      }
+      if (*rc::gen::arbitrary<bool>()) {
+        e.lora_name = *rc::gen::arbitrary<std::string>();
+      }
+      e.group = GroupId{*rc::gen::arbitrary<std::uint32_t>()};
+      if (*rc::gen::arbitrary<bool>()) e.spec_kind = "sliding_window";
+      if (*rc::gen::arbitrary<bool>()) {
+        e.sliding_window = *rc::gen::arbitrary<std::uint32_t>();
+      }
+      e.medium = *rc::gen::element<std::string>("GPU", "CPU");
+      e.skipped_token_ids = *rc::gen::arbitrary<std::vector<TokenId>>();
+      if (!e.skipped_token_ids.empty()) {
+        e.skipped_parent_block_hash = optional_hash();
+        // Written only when some entry has keys: nil reads back as none.
+        if (*rc::gen::arbitrary<bool>()) {
+          e.skipped_extra_keys = {std::nullopt, GenExtraKeys()};
+        }
+      }
+      return e;
+    }
+    case 1: {
+      BlockRemoved e;
+      const int n = *rc::gen::inRange(0, 4);
+      for (int i = 0; i < n; ++i) e.block_hashes.push_back(hash());
+      e.group = GroupId{*rc::gen::arbitrary<std::uint32_t>()};
+      return e;
+    }
+    default:
+      return AllBlocksCleared{};
+  }
+}
+
+bool SameEvent(const KvEvent& a, const KvEvent& b) {
+  if (a.index() != b.index()) return false;
+  if (const auto* x = std::get_if<BlockStored>(&a)) {
+    const auto& y = std::get<BlockStored>(b);
+    return x->block_hashes == y.block_hashes &&
+           x->parent_block_hash == y.parent_block_hash &&
+           x->token_ids == y.token_ids && x->block_size == y.block_size &&
+           x->lora_id == y.lora_id && x->lora_name == y.lora_name &&
+           x->extra_keys == y.extra_keys && x->group == y.group &&
+           x->spec_kind == y.spec_kind &&
+           x->sliding_window == y.sliding_window && x->medium == y.medium &&
+           x->skipped_parent_block_hash == y.skipped_parent_block_hash &&
+           x->skipped_token_ids == y.skipped_token_ids &&
+           x->skipped_extra_keys == y.skipped_extra_keys;
+  }
+  if (const auto* x = std::get_if<BlockRemoved>(&a)) {
+    const auto& y = std::get<BlockRemoved>(b);
+    return x->block_hashes == y.block_hashes && x->group == y.group &&
+           x->medium == y.medium;
+  }
+  return true;
+}
+
+RC_GTEST_PROP(EventDecodeTest, EveryEncodedBatchDecodesToItsEvents, ()) {
+  const KeyFunction function =
+      *rc::gen::element(KeyFunction::kSha256Cbor, KeyFunction::kXxh3_128Cbor);
+  const HashEncoding hashes =
+      *rc::gen::element(HashEncoding::kBytes, HashEncoding::kLow64);
+  std::vector<KvEvent> events;
+  const int n = *rc::gen::inRange(0, 5);
+  for (int i = 0; i < n; ++i) {
+    events.push_back(GenEvent(DigestSize(function), hashes));
+  }
+  const double ts = *rc::gen::arbitrary<double>();
+  const std::uint32_t rank = *rc::gen::arbitrary<std::uint32_t>();
+  const std::string bytes =
+      EncodeEventBatch(events, ts, rank, function, hashes);
+  Result<DecodedBatch> decoded = DecodeEventBatch(bytes, function, hashes);
+  RC_ASSERT(decoded.has_value());
+  RC_ASSERT(decoded->data_parallel_rank == rank);
+  RC_ASSERT((decoded->timestamp_s == ts ||
+             (std::isnan(ts) && std::isnan(decoded->timestamp_s))));
+  RC_ASSERT(decoded->events.size() == events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    RC_ASSERT(SameEvent(decoded->events[i], events[i]));
+  }
+  // Every cut of the batch is refused, never misread.
+  const std::size_t cut = *rc::gen::inRange<std::size_t>(0, bytes.size());
+  RC_ASSERT(!DecodeEventBatch(bytes.substr(0, cut), function, hashes));
+}
+
+std::string Packed(
+    const std::function<void(msgpack::packer<msgpack::sbuffer>&)>& write) {
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> out(buffer);
+  write(out);
+  return {buffer.data(), buffer.size()};
+}
+
+std::string Message(const std::string& bytes) {
+  Result<DecodedBatch> decoded =
+      DecodeEventBatch(bytes, KeyFunction::kSha256Cbor, HashEncoding::kBytes);
+  EXPECT_FALSE(decoded.has_value());
+  if (decoded) return "";
+  EXPECT_EQ(decoded.error().code, ErrorCode::kCorruption);
+  return decoded.error().message;
+}
+
+TEST(EventDecodeTest, BadBatchesAreNamed) {
+  using P = msgpack::packer<msgpack::sbuffer>;
+  EXPECT_EQ(Message(""), "bad KV event batch: truncated");
+  EXPECT_EQ(Message(Packed([](P& p) { p.pack_uint32(7); })),
+            "bad KV event batch: a batch is not an array");
+  EXPECT_EQ(Message(Packed([](P& p) {
+              p.pack_array(3);
+              p.pack_double(0);
+              p.pack_array(1);
+              p.pack_array(1);
+              p.pack(std::string("BlockMoved"));
+              p.pack_uint32(0);
+            })),
+            "bad KV event batch: unknown event tag \"BlockMoved\"");
+  EXPECT_EQ(Message(Packed([](P& p) {
+              p.pack_array(3);
+              p.pack_double(0);
+              p.pack_array(1);
+              p.pack_array(3);
+              p.pack(std::string("BlockRemoved"));
+              p.pack_array(1);
+              p.pack_bin(3);
+              p.pack_bin_body("abc", 3);
+              p.pack(std::string("GPU"));
+              p.pack_uint32(0);
+            })),
+            "bad KV event batch: a block hash is not 32 bytes");
+  EXPECT_EQ(Message(Packed([](P& p) {
+              p.pack_array(2);
+              p.pack(std::string("ts"));
+              p.pack_array(0);
+            })),
+            "bad KV event batch: ts is not a number");
+  EXPECT_EQ(Message(EncodeEventBatch({}, 0, 0, KeyFunction::kSha256Cbor,
+                                     HashEncoding::kBytes) +
+                    "x"),
+            "bad KV event batch: bytes follow the batch");
+  // A map where the layout has arrays, and a declared size past the end.
+  EXPECT_NE(Message(Packed([](P& p) {
+              p.pack_map(1);
+              p.pack_uint32(1);
+              p.pack_uint32(2);
+            })),
+            "");
+  // An array of 2^32 - 1 items in 5 bytes: refused before any allocation.
+  EXPECT_EQ(Message(std::string("\xdd\xff\xff\xff\xff", 5)),
+            "bad KV event batch: malformed msgpack (array size overflow)");
+}
+
+}  // namespace
+}  // namespace hkv
