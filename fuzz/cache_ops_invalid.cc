@@ -109,9 +109,15 @@ void CacheOpsHarness::MisshapenHit() {
     hit.blocks.pop_back();
     changed = true;
   } else {
+    // Past every id, or (in range) a block that holds no key: the last id
+    // of the pool, parked when pools rebalance, or free and keyless.
+    const std::uint32_t ids = core_.pool().num_blocks();
+    const bool past = in_.ConsumeBool();
+    const BlockId forged{past ? ids : ids - 1};
+    if (!past && core_.pool().primary_num_tokens(forged) > 0) return;
     for (std::vector<BlockId>& list : hit.blocks) {
       if (list.empty()) continue;
-      list.back() = BlockId{config_.num_blocks};
+      list.back() = forged;
       changed = true;
     }
   }

@@ -16,6 +16,7 @@
 #include "core/block_pool.h"
 #include "gen.h"
 #include "hkv/cache_manager.h"
+#include "misuse_util.h"
 #include "test_util.h"
 
 namespace hkv {
@@ -189,6 +190,24 @@ TEST(PoolRebalanceTest, WhatTheArenaCannotHoldIsRefusedUnchanged) {
   EXPECT_TRUE(core.TakePoolMoves().empty());
   EXPECT_TRUE(core.Allocate(r, {.num_new_tokens = 16}).has_value());
   EXPECT_TRUE(core.CheckInvariants());
+}
+
+TEST(PoolRebalanceTest, AHitNamingAParkedIdIsRefusedUnchanged) {
+  internal::CacheCore core(TwoPools(3, 4, {1, 2}));
+  const Request first({.id = RequestId{1}}, Range(0, 8), core.key_scheme());
+  ASSERT_TRUE(testing::AllocateAndCommit(core, first, 8).has_value());
+  core.Free(first.id());
+  const Request again({.id = RequestId{2}}, Range(0, 9), core.key_scheme());
+  CacheHit hit = core.Lookup(again);
+  ASSERT_EQ(hit.num_tokens, 8u);
+  ASSERT_TRUE(core.pool().parked(BlockId{4}));
+  hit.blocks[0].back() = BlockId{4};  // in range, parked
+  EXPECT_THAT(
+      testing::RefusedUnchanged(
+          core,
+          [&] { core.Allocate(again, {.num_new_tokens = 1, .hit = &hit}); }),
+      ::testing::StartsWith(
+          "hit block 4 of group 0 holds no key of that group's pool"));
 }
 
 TEST(PoolRebalanceTest, ConfigsNameWhatIsWrong) {
