@@ -225,7 +225,8 @@ TEST(PoolRebalanceTest, ConfigsNameWhatIsWrong) {
   EXPECT_EQ(error(shared),
             "pool_slot_bytes needs per-group pools (group_pool_blocks)");
   EXPECT_EQ(error(TwoPools(1 << 20, 8, {1, kMaxSlotBytes})),
-            "rebalancing pools need 34360786953 block ids, more than 2^24: "
+            "rebalancing pools need at least 34360786945 block ids, more "
+            "than 2^24: "
             "the smallest slot is too small for the arena");
   EXPECT_TRUE(TwoPools(3, 4, {1, 2}).Validate().has_value());
 }

@@ -72,7 +72,9 @@ struct PublisherCounters {
   std::uint64_t dropped = 0;    // batches the full queue dropped
   std::uint64_t replay_requests = 0;
   std::uint64_t bad_replay_requests = 0;  // malformed, ignored
-  std::uint64_t socket_errors = 0;        // sends or receives that failed
+  // Sends or receives that failed (or ran out of memory): each lost batch
+  // leaves a gap replay cannot fill.
+  std::uint64_t socket_errors = 0;
 };
 
 class EventPublisher {
@@ -131,8 +133,10 @@ struct DecodedBatch {
                                                     KeyFunction key_function,
                                                     HashEncoding hashes);
 
-// The largest batch DecodeEventBatch reads: 16 MiB (a parse holds about
-// 24 bytes per msgpack value, so at most about 400 MB).
+// The largest batch DecodeEventBatch reads: 16 MiB. Bounded, not small: a
+// parse holds about 24 bytes per msgpack value and the decoded events up
+// to about 48 bytes per input byte (an extra key per 1-byte string), so a
+// hostile batch can take about 1 GB while it is read.
 inline constexpr std::size_t kMaxEventBatchBytes = std::size_t{16} << 20;
 
 }  // namespace hkv

@@ -167,13 +167,15 @@ Result<void> ValidateRebalancing(const CacheConfig& config) {
                      " is outside [1, 2^32]");
     }
   }
+  // Each term is below 2^56: checked after each, the sum cannot wrap.
   std::uint64_t ids = 1;
   for (std::uint64_t n :
        internal::RebalancedPoolIds(config.group_pool_blocks, slots)) {
     ids += n;
+    if (ids > kMaxPoolBlocks) break;
   }
   if (ids > kMaxPoolBlocks) {
-    return Invalid("rebalancing pools need " + Num(ids) +
+    return Invalid("rebalancing pools need at least " + Num(ids) +
                    " block ids, more than 2^24: the smallest slot is too "
                    "small for the arena");
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 
 #include "cache/commit_rules.h"
 #include "cache/hit_shape.h"
@@ -144,46 +145,69 @@ bool CacheCore::NeedFits() const {
   return missing_bytes <= spare_bytes;
 }
 
-BlockId CacheCore::OldestSpareBlock(std::uint32_t pool) const {
-  BlockId oldest = kNullBlock;
+void CacheCore::SpareCursors(std::uint32_t pool) {
+  cursors_.assign(need_.size(), std::nullopt);
   for (std::uint32_t p = 0; p < need_.size(); ++p) {
     if (p == pool || pool_.num_free_blocks(p) <= need_[p]) continue;
-    const BlockId candidate =
-        pool_.NthFree(p, static_cast<std::uint32_t>(need_[p]));
-    if (oldest == kNullBlock ||
-        pool_.EvictionAge(candidate) < pool_.EvictionAge(oldest)) {
-      oldest = candidate;
-    }
+    cursors_[p] = pool_.NthFree(p, static_cast<std::uint32_t>(need_[p]));
   }
-  return oldest;
+}
+
+bool CacheCore::PlanParking(std::uint64_t slot, std::uint64_t younger_than) {
+  planned_cursors_ = cursors_;
+  plan_.clear();
+  std::uint64_t bytes = pool_.spare_bytes();
+  while (bytes < slot) {
+    // The oldest spare block of any other pool.
+    std::optional<std::uint32_t> oldest;
+    for (std::uint32_t p = 0; p < planned_cursors_.size(); ++p) {
+      if (planned_cursors_[p] &&
+          (!oldest || pool_.EvictionAge(*planned_cursors_[p]) <
+                          pool_.EvictionAge(*planned_cursors_[*oldest]))) {
+        oldest = p;
+      }
+    }
+    if (!oldest ||
+        pool_.EvictionAge(*planned_cursors_[*oldest]) >= younger_than) {
+      return false;
+    }
+    const BlockId block = *planned_cursors_[*oldest];
+    plan_.push_back(block);
+    bytes += pool_.slot_bytes(*oldest);
+    planned_cursors_[*oldest] = pool_.NextFree(block);
+  }
+  return true;
 }
 
 void CacheCore::MoveInto(std::uint32_t pool, bool spare_evictions) {
   const std::uint64_t slot = pool_.slot_bytes(pool);
+  SpareCursors(pool);
+  // Pass 2: the last block the allocation takes, evicted if it has a key.
+  std::optional<BlockId> victim;
   while (pool_.num_parked_blocks(pool) > 0) {
-    const std::uint32_t free = pool_.num_free_blocks(pool);
-    const bool short_of_blocks = need_[pool] > free;
-    // The last block the allocation takes, evicted if it has a key.
-    std::uint64_t victim_age = 0;
+    const bool short_of_blocks = need_[pool] > pool_.num_free_blocks(pool);
+    std::uint64_t younger_than = std::numeric_limits<std::uint64_t>::max();
     if (!short_of_blocks) {
       if (!spare_evictions || need_[pool] == 0) return;
-      victim_age = pool_.EvictionAge(
-          pool_.NthFree(pool, static_cast<std::uint32_t>(need_[pool] - 1)));
-      if (victim_age == 0) return;  // it evicts nothing
+      if (!victim) {
+        victim =
+            pool_.NthFree(pool, static_cast<std::uint32_t>(need_[pool] - 1));
+      }
+      younger_than = pool_.EvictionAge(*victim);
+      if (younger_than == 0) return;  // it evicts nothing
     }
-    if (pool_.spare_bytes() >= slot) {
-      pool_.Unpark(pool, 1, moved_scratch_);
-      moved_since_take_ = true;
-      continue;
-    }
-    const BlockId donor = OldestSpareBlock(pool);
-    if (donor == kNullBlock ||
-        (!short_of_blocks && pool_.EvictionAge(donor) >= victim_age)) {
+    // Park only what pays for one unpark: no eviction goes for nothing.
+    if (!PlanParking(slot, younger_than)) {
       HKV_DCHECK(!short_of_blocks);
       return;
     }
-    pool_.ParkBlock(donor);
+    for (BlockId block : plan_) pool_.ParkBlock(block);
+    cursors_ = planned_cursors_;
+    pool_.Unpark(pool, 1, moved_scratch_);
     moved_since_take_ = true;
+    // The unparked id goes first: the allocation's last block moves back one.
+    if (victim) victim = pool_.PrevFree(*victim);
+    if (!short_of_blocks && !victim) return;
   }
 }
 

@@ -128,12 +128,17 @@ class CacheCore {
   // at the check.
   void MakeRoom();
   // Unparks ids in `pool` while it is short or, with `spare_evictions`,
-  // while its allocation would evict a block younger than another pool's
-  // oldest spare one.
+  // while its allocation would evict a block younger than the blocks
+  // other pools can spare to pay for one unpark.
   void MoveInto(std::uint32_t pool, bool spare_evictions);
-  // The oldest free block of a pool other than `pool` beyond that pool's
-  // need_; kNullBlock when none has one.
-  BlockId OldestSpareBlock(std::uint32_t pool) const;
+  // cursors_: each other pool's first free block beyond its need_ (the
+  // oldest it can spare), none where it has none to spare.
+  void SpareCursors(std::uint32_t pool);
+  // plan_: the oldest spare blocks, across the cursors, whose bytes with
+  // the spare ones pay one `slot`, each younger than `younger_than`;
+  // planned_cursors_ past them. Returns false (plan not to be used) when
+  // there are not enough.
+  bool PlanParking(std::uint64_t slot, std::uint64_t younger_than);
 
   CacheConfig config_;
   std::uint64_t id_;  // HitOrigin::cache of this cache's hits
@@ -151,7 +156,10 @@ class CacheCore {
       std::vector<std::uint32_t>(pool_.num_pools(), 0);
   std::vector<bool> parked_at_take_;
   bool moved_since_take_ = false;
-  std::vector<BlockId> moved_scratch_;
+  std::vector<BlockId> moved_scratch_;  // Unpark's ids, not read
+  std::vector<std::optional<BlockId>> cursors_;
+  std::vector<std::optional<BlockId>> planned_cursors_;
+  std::vector<BlockId> plan_;
   Coordinator coordinator_{groups_, geometry_};
   SplitRules split_rules_ = MakeSplitRules(config_, geometry_);
   absl::flat_hash_map<RequestId, RequestState> requests_;

@@ -43,8 +43,14 @@ void PutPool(std::string& out, const BlockPool& pool) {
     out += "\nparked ";
     Put(out, pool.stats().parked_blocks);
     Put(out, pool.spare_bytes());
+    for (std::uint32_t p = 0; p < pool.num_pools(); ++p) {
+      Put(out, pool.parked_ids(p));  // in the order they come back
+    }
+    out += "\nages ";
     for (std::uint32_t i = 1; i < pool.num_blocks(); ++i) {
-      if (pool.parked(BlockId{i})) Put(out, i);
+      if (pool.primary_num_tokens(BlockId{i}) > 0) {
+        Put(out, pool.EvictionAge(BlockId{i}));
+      }
     }
   }
   out += '\n';

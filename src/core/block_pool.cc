@@ -42,9 +42,11 @@ std::vector<std::uint32_t> RangeIds(std::uint32_t num_blocks,
   if (slot_bytes.empty()) return {blocks.begin(), blocks.end()};
   const std::vector<std::uint64_t> ids = RebalancedPoolIds(blocks, slot_bytes);
   std::uint64_t total = 1;
-  for (std::uint64_t n : ids) total += n;
-  HKV_REQUIRE(total <= kMaxPoolBlocks,
-              "rebalancing pools need more than 2^24 block ids");
+  for (std::uint64_t n : ids) {
+    total += n;  // each term < 2^56, checked after each: no wrap
+    HKV_REQUIRE(total <= kMaxPoolBlocks,
+                "rebalancing pools need more than 2^24 block ids");
+  }
   return {ids.begin(), ids.end()};
 }
 

@@ -108,6 +108,10 @@ class BlockPool {
   std::uint32_t num_parked_blocks(std::uint32_t pool) const {
     return static_cast<std::uint32_t>(parked_[pool].size());
   }
+  // `pool`'s parked ids, the next to come back last.
+  std::span<const BlockId> parked_ids(std::uint32_t pool) const {
+    return parked_[pool];
+  }
   bool parked(BlockId id) const {
     return !parked_bits_.empty() && parked_bits_[ToIndex(id)];
   }
@@ -117,6 +121,14 @@ class BlockPool {
   // allocator takes it (n + 1)th. REQUIRES: n < num_free_blocks(pool). O(n).
   BlockId NthFree(std::uint32_t pool, std::uint32_t n) const {
     return free_queue_.Nth(pool, n);
+  }
+  // The free blocks taken right after and before `id`; none past the ends
+  // of its queue. REQUIRES: the block is free.
+  std::optional<BlockId> NextFree(BlockId id) const {
+    return free_queue_.Next(id);
+  }
+  std::optional<BlockId> PrevFree(BlockId id) const {
+    return free_queue_.Prev(id);
   }
   // Where a free block stands in the pools' common eviction order (smaller
   // goes first): 0 without a key (nothing is lost taking it), else the

@@ -50,6 +50,20 @@ BlockId FreeBlockQueue::Nth(std::uint32_t list, std::uint32_t n) const {
   return BlockId{i};
 }
 
+std::optional<BlockId> FreeBlockQueue::Next(BlockId id) const {
+  HKV_DCHECK(Contains(id));
+  const std::uint32_t next = links_[ToIndex(id)].next;
+  if (next >= num_ids_) return std::nullopt;  // a sentinel
+  return BlockId{next};
+}
+
+std::optional<BlockId> FreeBlockQueue::Prev(BlockId id) const {
+  HKV_DCHECK(Contains(id));
+  const std::uint32_t prev = links_[ToIndex(id)].prev;
+  if (prev >= num_ids_) return std::nullopt;
+  return BlockId{prev};
+}
+
 BlockId FreeBlockQueue::PopFront(std::uint32_t list) {
   HKV_DCHECK(sizes_[list] > 0);
   const BlockId id = front(list);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -40,6 +41,10 @@ class FreeBlockQueue {
   // The id `n` places behind the front of `list`. REQUIRES: n < size(list).
   // O(n).
   BlockId Nth(std::uint32_t list, std::uint32_t n) const;
+  // The ids after and before `id` on its list; none past either end.
+  // REQUIRES: Contains(id).
+  std::optional<BlockId> Next(BlockId id) const;
+  std::optional<BlockId> Prev(BlockId id) const;
   // REQUIRES: size(list) > 0.
   BlockId PopFront(std::uint32_t list);
   // REQUIRES: Contains(id).

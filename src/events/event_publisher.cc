@@ -19,6 +19,7 @@ constexpr int kLingerMs = 1000;
 constexpr std::size_t kRequestFrames = 3;
 constexpr std::int64_t kMaxRequestFrameBytes = 256;
 constexpr std::chrono::milliseconds kPollInterval{5};
+constexpr int kRequestsPerPass = 16;
 
 std::string BigEndian(std::int64_t value) {
   std::string out(8, '\0');
@@ -65,8 +66,10 @@ struct EventPublisher::Impl {
         if (replay) ServeReplays();
         batch = queue.Pop(kPollInterval);
         if (batch) Send(*batch);
-      } catch (const zmq::error_t&) {
-        socket_errors.fetch_add(1);  // the batch is lost; replay has the rest
+      } catch (const std::exception&) {
+        // A socket error or no memory: the batch is lost (a gap replay
+        // cannot fill), the thread goes on.
+        socket_errors.fetch_add(1);
       }
       if (batch) {
         queue.MarkDone();
@@ -90,8 +93,11 @@ struct EventPublisher::Impl {
     published.fetch_add(1);
   }
 
+  // At most kRequestsPerPass requests, so that queued batches are sent and
+  // a shutdown is seen however fast requests come; none once stopping.
   void ServeReplays() {
-    while (true) {
+    for (int served = 0; served < kRequestsPerPass && !stopping.load();
+         ++served) {
       std::vector<zmq::message_t> frames;
       zmq::message_t frame;
       if (!replay->recv(frame, zmq::recv_flags::dontwait)) return;

@@ -72,7 +72,9 @@ Result<void> Engine::Step() {
                                   static_cast<std::uint32_t>(running_.size()));
   Complete();
   if (options_.kv_events != nullptr) {
-    options_.kv_events->Publish(cache_.TakeEvents(), now_);
+    // As the reference's scheduler: a step without events sends nothing.
+    std::vector<KvEvent> events = cache_.TakeEvents();
+    if (!events.empty()) options_.kv_events->Publish(std::move(events), now_);
   }
   RecordShape();
   stats_.RecordUsage(now_, step_s, cache_.usage());

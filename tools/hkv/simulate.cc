@@ -147,13 +147,14 @@ int RunPublishing(SimCommandOptions options, const KvEventFlags& flags) {
              replay ? " (replay on " + *replay + ")" : "");
   options.kv_events = publisher->get();
   const int code = RunSimulate(options);
-  (*publisher)->Flush(std::chrono::seconds(10));
+  const bool flushed = (*publisher)->Flush(std::chrono::seconds(10));
   const PublisherCounters counters = (*publisher)->counters();
   std::fflush(stdout);
   fmt::print(stderr,
-             "hkv simulate: {} KV event batches published, {} dropped; "
+             "hkv simulate: {} KV event batches published, {} dropped{}; "
              "serving replay for {} s\n",
-             counters.published, counters.dropped, flags.linger_s);
+             counters.published, counters.dropped + counters.socket_errors,
+             flushed ? "" : ", some still queued after 10 s", flags.linger_s);
   std::this_thread::sleep_for(std::chrono::duration<double>(flags.linger_s));
   return code;
 }
