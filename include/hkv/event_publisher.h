@@ -80,8 +80,9 @@ struct PublisherCounters {
 class EventPublisher {
  public:
   // Binds the sockets and starts the publisher's thread. kInvalidArgument
-  // naming the option for a bad count or endpoint; kIoError naming the
-  // endpoint when it cannot be bound.
+  // naming the option for a bad count, or the endpoint when it is malformed
+  // or of an unknown transport; kIoError naming the endpoint when it cannot
+  // be bound (in use, no such address).
   [[nodiscard]] static Result<std::unique_ptr<EventPublisher>> Create(
       const EventPublisherOptions& options);
   // Sends what is queued (waiting up to a second), then closes.

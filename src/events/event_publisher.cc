@@ -1,6 +1,7 @@
 #include "hkv/event_publisher.h"
 
 #include <atomic>
+#include <cerrno>
 #include <deque>
 #include <thread>
 #include <utility>
@@ -47,8 +48,12 @@ Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint,
     socket.bind(endpoint);
     return socket.get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
-    return Fail(ErrorCode::kIoError, "cannot bind the " + name + " \"" +
-                                         endpoint + "\": " + e.what());
+    // A malformed endpoint or unknown transport is the caller's; the rest
+    // (address in use, no such interface) the system's.
+    const bool malformed = e.num() == EINVAL || e.num() == EPROTONOSUPPORT;
+    return Fail(
+        malformed ? ErrorCode::kInvalidArgument : ErrorCode::kIoError,
+        "cannot bind the " + name + " \"" + endpoint + "\": " + e.what());
   }
 }
 
