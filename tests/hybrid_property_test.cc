@@ -5,7 +5,9 @@
 // the scheduler would, decode steps, frees. Every lookup's hit must equal
 // the brute-force HybridOracle's, and the cache's invariants (reference
 // counts against block tables and copy pins, free queue, index) must hold
-// after every step.
+// after every step. Half of the caches publish their events, through the
+// wire format, to a ClusterIndex: its answers must equal the cache's own
+// lookup, hybrid hit and full attention's chain.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -13,6 +15,7 @@
 #include <numeric>
 
 #include "gen.h"
+#include "hkv/cluster_index.h"
 #include "hybrid_oracle.h"
 #include "test_util.h"
 
@@ -134,6 +137,13 @@ class HybridHarness {
  public:
   explicit HybridHarness(const CacheConfig& config)
       : config_(config), cache_(config) {
+    if (config.events == KvEventMode::kEnabled) {
+      hashes_ = *rc::gen::element(HashEncoding::kBytes, HashEncoding::kLow64);
+      index_ = *ClusterIndex::Create({.instance_config = config,
+                                      .capacity_keys = 64 * config.num_blocks,
+                                      .hashes = hashes_},
+                                     1);
+    }
     max_block_ = 0;
     for (const GroupSpec& g : config.groups) {
       max_block_ =
@@ -152,6 +162,29 @@ class HybridHarness {
                << " oracle " << expected << "\n";
     }
     RC_ASSERT(hit.num_tokens == expected);
+    if (!index_) return;
+    FeedIndex();
+    const std::vector<InstanceMatch> match = index_->Match(r.tokens());
+    RC_ASSERT(match.size() == 1u);
+    if (match[0].hybrid_tokens != hit.num_tokens ||
+        match[0].attention_tokens != hit.chain_tokens) {
+      Describe();
+      RC_LOG() << " index hit " << match[0].hybrid_tokens << " chain "
+               << match[0].attention_tokens << "; cache hit " << hit.num_tokens
+               << " chain " << hit.chain_tokens << "; prompt " << r.num_tokens()
+               << "\n";
+    }
+    RC_ASSERT(match[0].hybrid_tokens == hit.num_tokens);
+    RC_ASSERT(match[0].attention_tokens == hit.chain_tokens);
+  }
+
+  // The cache's events so far, as one batch on the wire.
+  void FeedIndex() {
+    const std::vector<KvEvent> events = cache_.TakeEvents();
+    const std::string batch =
+        EncodeEventBatch(events, 0.0, 0, cache_.key_scheme().function, hashes_);
+    RC_ASSERT(index_->ApplyBatch(0, sequence_++, batch, BatchSource::kLive) ==
+              BatchOutcome::kApplied);
   }
 
   void Admit() {
@@ -329,11 +362,15 @@ class HybridHarness {
   std::map<std::uint32_t, std::optional<BlockHash>> states_;
   std::vector<std::vector<TokenId>> history_;
   std::uint64_t next_id_ = 1;
+  std::unique_ptr<ClusterIndex> index_;  // with events enabled
+  HashEncoding hashes_ = HashEncoding::kBytes;
+  std::uint64_t sequence_ = 0;
 };
 
 RC_GTEST_PROP(HybridPropertyTest, LookupsMatchTheOracle, ()) {
-  const CacheConfig config = GenConfig();
+  CacheConfig config = GenConfig();
   RC_PRE(config.Validate().has_value());
+  if (*rc::gen::arbitrary<bool>()) config.events = KvEventMode::kEnabled;
   HybridHarness h(config);
   const auto steps = *rc::gen::inRange(1, 30);
   for (int step = 0; step < steps; ++step) {

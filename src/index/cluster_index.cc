@@ -1,0 +1,261 @@
+#include "hkv/cluster_index.h"
+
+#include <algorithm>
+#include <string>
+#include <variant>
+
+#include "cache/residency_mirror.h"
+#include "check.h"
+#include "hkv/limits.h"
+#include "hkv/request.h"
+#include "text.h"
+
+namespace hkv {
+namespace {
+
+constexpr std::uint32_t kMaxInstances = 4096;
+
+using internal::Cat;
+using internal::ResidencyMirror;
+
+struct Instance {
+  std::unique_ptr<ResidencyMirror> mirror;
+  std::optional<std::uint64_t> expected;  // next sequence number
+  InstanceCounters counters;
+};
+
+}  // namespace
+
+struct ClusterIndex::Impl {
+  ClusterIndexOptions options;
+  KeyScheme scheme;
+  std::vector<Instance> instances;
+
+  // The key as the wire carries it: the low 64 bits keep the digest's last
+  // 8 bytes (where DecodeEventBatch puts them), the rest zero. Idempotent.
+  BlockHash OnWire(const BlockHash& hash) const {
+    if (options.hashes == HashEncoding::kBytes) return hash;
+    const std::size_t end = DigestSize(scheme.function);
+    BlockHash low{};
+    std::copy(hash.bytes.begin() + static_cast<std::ptrdiff_t>(end - 8),
+              hash.bytes.begin() + static_cast<std::ptrdiff_t>(end),
+              low.bytes.begin() + static_cast<std::ptrdiff_t>(end - 8));
+    return low;
+  }
+
+  void Clear(Instance& instance) {
+    instance.mirror->Clear();
+    ++instance.counters.clears;
+  }
+
+  Result<void> Apply(Instance& instance, std::span<const KvEvent> events) {
+    const std::uint32_t num_groups = instance.mirror->num_groups();
+    for (const KvEvent& event : events) {
+      const GroupId* group = nullptr;
+      if (const auto* stored = std::get_if<BlockStored>(&event)) {
+        group = &stored->group;
+      } else if (const auto* removed = std::get_if<BlockRemoved>(&event)) {
+        group = &removed->group;
+      }
+      if (group != nullptr && ToIndex(*group) >= num_groups) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    Cat("an event names group ", ToIndex(*group),
+                        " but instances have ", num_groups, " groups"));
+      }
+    }
+    InstanceCounters& counters = instance.counters;
+    for (const KvEvent& event : events) {
+      if (const auto* stored = std::get_if<BlockStored>(&event)) {
+        for (const BlockHash& hash : stored->block_hashes) {
+          instance.mirror->Store(
+              {.hash = OnWire(hash), .group = stored->group});
+        }
+        counters.stored_keys += stored->block_hashes.size();
+      } else if (const auto* removed = std::get_if<BlockRemoved>(&event)) {
+        for (const BlockHash& hash : removed->block_hashes) {
+          const bool held = instance.mirror->Remove(
+              {.hash = OnWire(hash), .group = removed->group});
+          ++(held ? counters.removed_keys : counters.unknown_removals);
+        }
+      } else {
+        Clear(instance);
+      }
+    }
+    counters.evicted_keys = instance.mirror->evicted_keys();
+    return {};
+  }
+
+  // Decodes and applies one batch numbered `sequence`, which is expected.
+  BatchOutcome Decode(Instance& instance, std::uint64_t sequence,
+                      std::string_view batch, BatchOutcome success,
+                      Error* error) {
+    instance.expected = sequence + 1;
+    Result<DecodedBatch> decoded =
+        DecodeEventBatch(batch, scheme.function, options.hashes);
+    Result<void> applied =
+        decoded ? Apply(instance, decoded->events) : Result<void>();
+    if (!decoded || !applied) {
+      if (error != nullptr)
+        *error = decoded ? applied.error() : decoded.error();
+      // What the batch removed is unknown: forget everything.
+      Clear(instance);
+      ++instance.counters.rejected;
+      return BatchOutcome::kRejected;
+    }
+    ++instance.counters.batches;
+    return success;
+  }
+};
+
+ClusterIndex::ClusterIndex(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+ClusterIndex::~ClusterIndex() = default;
+
+Result<std::unique_ptr<ClusterIndex>> ClusterIndex::Create(
+    const ClusterIndexOptions& options, std::uint32_t num_instances) {
+  if (Result<void> valid = options.instance_config.Validate(); !valid) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "instance_config: " + valid.error().message);
+  }
+  if (options.capacity_keys < 1 || options.capacity_keys >= kMaxPoolBlocks) {
+    return Fail(ErrorCode::kInvalidArgument,
+                Cat("capacity_keys must be 1 to 2^24 - 1, got ",
+                    options.capacity_keys));
+  }
+  if (num_instances < 1 || num_instances > kMaxInstances) {
+    return Fail(
+        ErrorCode::kInvalidArgument,
+        Cat("an index covers 1 to 4096 instances, got ", num_instances));
+  }
+  Result<KeyScheme> scheme = MakeKeyScheme(options.instance_config.keys);
+  if (!scheme) return tl::unexpected(scheme.error());
+  auto impl = std::make_unique<Impl>(
+      Impl{.options = options, .scheme = *scheme, .instances = {}});
+  impl->instances.resize(num_instances);
+  for (Instance& instance : impl->instances) {
+    instance.mirror = std::make_unique<ResidencyMirror>(options.instance_config,
+                                                        options.capacity_keys);
+  }
+  return std::unique_ptr<ClusterIndex>(new ClusterIndex(std::move(impl)));
+}
+
+std::uint32_t ClusterIndex::num_instances() const {
+  return static_cast<std::uint32_t>(impl_->instances.size());
+}
+
+std::uint32_t ClusterIndex::num_groups() const {
+  return impl_->instances[0].mirror->num_groups();
+}
+
+const KeyScheme& ClusterIndex::key_scheme() const { return impl_->scheme; }
+
+Result<void> ClusterIndex::Apply(std::uint32_t instance,
+                                 std::span<const KvEvent> events) {
+  HKV_REQUIRE(instance < num_instances(), "no such instance");
+  return impl_->Apply(impl_->instances[instance], events);
+}
+
+BatchOutcome ClusterIndex::ApplyBatch(std::uint32_t instance,
+                                      std::uint64_t sequence,
+                                      std::string_view batch,
+                                      BatchSource source, Error* error) {
+  HKV_REQUIRE(instance < num_instances(), "no such instance");
+  Instance& state = impl_->instances[instance];
+  InstanceCounters& counters = state.counters;
+  const std::uint64_t expected = state.expected.value_or(0);
+  if (sequence == expected) {
+    return impl_->Decode(state, sequence, batch, BatchOutcome::kApplied, error);
+  }
+  if (source == BatchSource::kReplay) {
+    if (sequence < expected) {
+      ++counters.duplicates;
+      return BatchOutcome::kDuplicate;
+    }
+    // The history no longer holds what lies between.
+    impl_->Clear(state);
+    ++counters.history_lost;
+    return impl_->Decode(state, sequence, batch, BatchOutcome::kHistoryLost,
+                         error);
+  }
+  if (sequence < expected) {  // the live stream restarted
+    impl_->Clear(state);
+    ++counters.restarts;
+    state.expected = 0;
+    if (sequence == 0) {
+      return impl_->Decode(state, sequence, batch, BatchOutcome::kRestarted,
+                           error);
+    }
+    ++counters.gaps;
+    return BatchOutcome::kGap;
+  }
+  ++counters.gaps;
+  if (!state.expected) state.expected = 0;
+  return BatchOutcome::kGap;
+}
+
+std::optional<std::uint64_t> ClusterIndex::expected_sequence(
+    std::uint32_t instance) const {
+  HKV_REQUIRE(instance < num_instances(), "no such instance");
+  return impl_->instances[instance].expected;
+}
+
+void ClusterIndex::Clear(std::uint32_t instance) {
+  HKV_REQUIRE(instance < num_instances(), "no such instance");
+  impl_->Clear(impl_->instances[instance]);
+  impl_->instances[instance].expected.reset();
+}
+
+std::vector<InstanceMatch> ClusterIndex::Match(
+    std::span<const TokenId> tokens) const {
+  const Request request({}, tokens, impl_->scheme);
+  return *MatchKeys(request.keys(), request.num_tokens());
+}
+
+Result<std::vector<InstanceMatch>> ClusterIndex::MatchKeys(
+    std::span<const BlockHash> keys, std::uint32_t num_tokens) const {
+  const std::uint32_t unit = impl_->scheme.hash_unit;
+  if (keys.size() != num_tokens / unit) {
+    return Fail(ErrorCode::kInvalidArgument,
+                Cat("a prompt of ", num_tokens, " tokens has ",
+                    num_tokens / unit, " unit keys, got ", keys.size()));
+  }
+  // As the engine looks a prompt up: never the whole of it.
+  const std::uint32_t n =
+      std::min(num_tokens, impl_->options.instance_config.max_model_len);
+  const std::uint32_t max_tokens = n > 0 ? n - 1 : 0;
+  std::vector<BlockHash> wire;
+  if (impl_->options.hashes != HashEncoding::kBytes) {
+    wire.reserve(keys.size());
+    for (const BlockHash& key : keys) wire.push_back(impl_->OnWire(key));
+    keys = wire;
+  }
+  std::vector<InstanceMatch> matches;
+  matches.reserve(impl_->instances.size());
+  for (const Instance& instance : impl_->instances) {
+    const CacheHit hit = instance.mirror->FindLongestHit(keys, max_tokens);
+    matches.push_back({.hybrid_tokens = hit.num_tokens,
+                       .attention_tokens = hit.chain_tokens});
+  }
+  return matches;
+}
+
+std::vector<std::uint64_t> ClusterIndex::ResidentKeys(
+    std::uint32_t instance) const {
+  HKV_REQUIRE(instance < num_instances(), "no such instance");
+  return impl_->instances[instance].mirror->keys_per_group();
+}
+
+const InstanceCounters& ClusterIndex::counters(std::uint32_t instance) const {
+  HKV_REQUIRE(instance < num_instances(), "no such instance");
+  return impl_->instances[instance].counters;
+}
+
+std::size_t ClusterIndex::MemoryBytes() const {
+  std::size_t bytes = 0;
+  for (const Instance& instance : impl_->instances) {
+    bytes += instance.mirror->MemoryBytes();
+  }
+  return bytes;
+}
+
+}  // namespace hkv
