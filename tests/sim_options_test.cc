@@ -34,7 +34,7 @@ TEST(SimOptionsTest, FlagsAreTheNamesWithDashesButTheTwoExceptions) {
     }
     EXPECT_FALSE(option.help.empty()) << option.name;
   }
-  EXPECT_EQ(names.size(), 32u);
+  EXPECT_EQ(names.size(), 34u);
 }
 
 TEST(SimOptionsTest, FindsByNameNotByFlag) {

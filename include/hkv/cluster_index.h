@@ -94,7 +94,8 @@ struct InstanceCounters {
 class ClusterIndex {
  public:
   // kInvalidArgument naming the problem: a config that does not validate,
-  // a capacity out of range, no instance or more than 4096.
+  // xxh3 keys without a seed (the engines' must be shared), a capacity out
+  // of range, no instance or more than 4096.
   [[nodiscard]] static Result<std::unique_ptr<ClusterIndex>> Create(
       const ClusterIndexOptions& options, std::uint32_t num_instances);
   ~ClusterIndex();

@@ -71,6 +71,9 @@ struct ExperimentOptions {
   std::uint32_t long_prefill_threshold = 0;
   std::uint32_t concurrency = 16;
   bool open_loop = false;
+  // A cluster: engines behind a router (SimulationOptions::instances).
+  std::uint32_t instances = 1;
+  std::string router = "round-robin";  // Router: ParseRouter's names
   std::uint32_t spec_drafts = 0;
   double spec_acceptance = 0.0;
   std::uint32_t spec_lookahead = 0;

@@ -37,7 +37,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "hkv/cache_manager.h"
@@ -64,6 +66,24 @@ struct SpeculativeDecoding {
 
 enum class ArrivalMode { kOpenLoop, kClosedLoop };
 
+// How a cluster of simulated engines (SimulationOptions::instances) places
+// each arriving request (docs/cluster.md). The prefix routers score each
+// instance from a ClusterIndex fed by the instances' KV events: modelled
+// seconds of the prefill the request would still need there (prompt minus
+// the instance's matched prefix) plus the instance's queued prefill and
+// running decodes, and take the lowest.
+enum class Router {
+  kRoundRobin,
+  kLeastLoaded,   // the load term alone
+  kPrefix,        // matched prefix: full attention's chain, as routers do
+  kHybridPrefix,  // matched prefix: what every group can resume from
+};
+
+// round-robin, least-loaded, prefix, hybrid-prefix; kInvalidArgument naming
+// the text otherwise.
+[[nodiscard]] Result<Router> ParseRouter(std::string_view text);
+std::string_view RouterName(Router router);
+
 struct SimulationOptions {
   CacheConfig cache = {};
   CostModel cost = {};
@@ -88,11 +108,40 @@ struct SimulationOptions {
   // Not null: the run's cache records KV events, and each step's are
   // published, stamped with the simulated clock (docs/events.md). Not owned.
   EventPublisher* kv_events = nullptr;
+  // Engines behind one router, each with a cache of its own (this config);
+  // 1 to 1024. With more than one, kv_events must be null.
+  std::uint32_t instances = 1;
+  Router router = Router::kRoundRobin;
 
   // kInvalidArgument naming the field: the cache config's own errors, a
   // budget, seat count or concurrency of 0, an acceptance rate outside
   // [0, 1], an invalid cost model, or page bytes not one per group.
   [[nodiscard]] Result<void> Validate() const;
+};
+
+// One instance of a cluster run.
+struct InstanceFigures {
+  std::uint64_t requests = 0;
+  std::uint64_t prompt_tokens = 0;
+  std::uint64_t reused_tokens = 0;
+};
+
+// What routing did (instances > 1).
+struct ClusterFigures {
+  std::uint32_t instances = 0;
+  Router router = Router::kRoundRobin;
+  // The prefix the router counted on at the instance it chose, summed over
+  // requests (0 for routers that count none), and the hit the request then
+  // found there at its first admission (SimulationResult::reused_tokens).
+  std::uint64_t routed_tokens = 0;
+  // Requests sent where the router counted tokens the instance could not
+  // resume from (full attention's chain above the hybrid-correct prefix),
+  // and those tokens.
+  std::uint64_t unresumable_routes = 0;
+  std::uint64_t unresumable_tokens = 0;
+  // The busiest instance's prompt tokens over the mean (1: even).
+  double load_imbalance = 0.0;
+  std::vector<InstanceFigures> per_instance = {};
 };
 
 // Nearest-rank percentiles; all 0 when there are no samples.
@@ -201,6 +250,11 @@ struct SimulationResult {
   // What the steps computed, summed, and (with record_steps) step by step.
   StepShape totals = {};
   std::vector<StepShape> step_shapes = {};
+  // Cluster runs: the routing's figures. The fields above cover the whole
+  // cluster (counts summed, latencies over all requests, usage the
+  // instances' mean and peak); manager call times, steps' shapes and
+  // residency samples are not kept.
+  std::optional<ClusterFigures> cluster = std::nullopt;
 };
 
 // Simulates `workload` under `options`.

@@ -117,6 +117,13 @@ Result<std::unique_ptr<ClusterIndex>> ClusterIndex::Create(
     return Fail(ErrorCode::kInvalidArgument,
                 "instance_config: " + valid.error().message);
   }
+  if (options.instance_config.keys.function == KeyFunction::kXxh3_128Cbor &&
+      !options.instance_config.keys.seed) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "instance_config.keys: xxh3_128_cbor keys need the engines' "
+                "shared seed (KeySchemeOptions::seed); unset, each scheme "
+                "draws its own and nothing would match");
+  }
   if (options.capacity_keys < 1 || options.capacity_keys >= kMaxPoolBlocks) {
     return Fail(ErrorCode::kInvalidArgument,
                 Cat("capacity_keys must be 1 to 2^24 - 1, got ",

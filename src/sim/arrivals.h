@@ -18,23 +18,33 @@
 
 namespace hkv::internal {
 
-class Arrivals {
+// Where an engine's requests come from: the workload's own arrivals, or a
+// router's share of them (cluster.h).
+class ArrivalFeed {
+ public:
+  virtual ~ArrivalFeed() = default;
+  // Requests entering by `now`, in order, appended to `out` as (index,
+  // arrival time).
+  virtual void Release(double now,
+                       std::vector<std::pair<std::size_t, double>>& out) = 0;
+  // When the next request enters if nothing finishes first; std::nullopt
+  // when only a finish can release one.
+  virtual std::optional<double> NextArrival() const = 0;
+  // Request `index` finished at `now`.
+  virtual void Finished(std::size_t index, double now) = 0;
+};
+
+class Arrivals final : public ArrivalFeed {
  public:
   // REQUIRES: ValidateWorkload(workload) succeeds; concurrency > 0.
   Arrivals(std::span<const SimRequest> workload, ArrivalMode mode,
            std::uint32_t concurrency);
 
-  // Requests entering by `now`, in order, appended to `out` as (index,
-  // arrival time).
-  void Release(double now, std::vector<std::pair<std::size_t, double>>& out);
-
-  // When the next request enters if nothing finishes first; std::nullopt
-  // when only a finish can release one.
-  std::optional<double> NextArrival() const;
-
-  // Request `index` finished at `now`: its seat frees, its followers may
-  // enter.
-  void Finished(std::size_t index, double now);
+  void Release(double now,
+               std::vector<std::pair<std::size_t, double>>& out) override;
+  std::optional<double> NextArrival() const override;
+  // Its seat frees, its followers may enter.
+  void Finished(std::size_t index, double now) override;
 
  private:
   using Pending = std::pair<double, std::size_t>;  // (time, index)

@@ -29,6 +29,24 @@ Result<void> Engine::Run() {
   return {};
 }
 
+Result<void> Engine::StepOnce() {
+  AdmitArrivals();
+  if (!Busy()) return {};
+  return Step();
+}
+
+std::uint64_t Engine::OutstandingPrefillTokens() const {
+  std::uint64_t tokens = 0;
+  const auto add = [&](std::size_t index) {
+    const std::uint32_t prompt = PromptLength(workload_[index]);
+    const Live& live = lives_[index];
+    tokens += prompt - std::min(prompt, live.computed);
+  };
+  for (std::size_t index : running_) add(index);
+  for (std::size_t index : waiting_) add(index);
+  return tokens;
+}
+
 void Engine::AdmitArrivals() {
   arrived_.clear();
   arrivals_.Release(now_, arrived_);
@@ -71,10 +89,14 @@ Result<void> Engine::Step() {
   result_.peak_running = std::max(result_.peak_running,
                                   static_cast<std::uint32_t>(running_.size()));
   Complete();
-  if (options_.kv_events != nullptr) {
+  if (options_.kv_events != nullptr || event_sink_) {
     // As the reference's scheduler: a step without events sends nothing.
     std::vector<KvEvent> events = cache_.TakeEvents();
-    if (!events.empty()) options_.kv_events->Publish(std::move(events), now_);
+    if (!events.empty() && event_sink_) {
+      event_sink_(std::move(events), now_);
+    } else if (!events.empty()) {
+      options_.kv_events->Publish(std::move(events), now_);
+    }
   }
   RecordShape();
   stats_.RecordUsage(now_, step_s, cache_.usage());

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -47,20 +48,39 @@ struct Live {
 
 class Engine {
  public:
+  // `arrivals` outlives the engine.
   Engine(CacheManager cache, std::span<const SimRequest> workload,
-         const SimulationOptions& options)
+         const SimulationOptions& options, ArrivalFeed& arrivals)
       : cache_(std::move(cache)),
         workload_(workload),
         options_(options),
-        arrivals_(workload, options.arrivals, options.concurrency),
+        arrivals_(arrivals),
         lives_(workload.size()),
         rng_(SplitMix64(options.speculation.seed)) {
     result_.requests = workload.size();
     result_.per_request.resize(workload.size());
   }
 
+  // Runs until every request finished (its own arrivals).
   Result<void> Run();
   SimulationResult Finish();
+
+  // One engine among several (cluster.h): admits what arrived by now and,
+  // when something waits or runs, runs one step.
+  Result<void> StepOnce();
+  // Whether a request waits or runs.
+  bool Busy() const { return !running_.empty() || !waiting_.empty(); }
+  double now() const { return now_; }
+  // An idle engine's clock moves to a request's arrival.
+  void AdvanceTo(double time_s) { now_ = std::max(now_, time_s); }
+  // Prompt tokens admitted requests have yet to compute, waiting ones
+  // included; running requests.
+  std::uint64_t OutstandingPrefillTokens() const;
+  std::size_t num_running() const { return running_.size(); }
+  // Each step's events go here (the cache must record them).
+  void SetEventSink(std::function<void(std::vector<KvEvent>, double)> sink) {
+    event_sink_ = std::move(sink);
+  }
 
  private:
   Result<void> Step();
@@ -105,7 +125,8 @@ class Engine {
   CacheManager cache_;
   std::span<const SimRequest> workload_;
   const SimulationOptions& options_;
-  Arrivals arrivals_;
+  ArrivalFeed& arrivals_;
+  std::function<void(std::vector<KvEvent>, double)> event_sink_;
   std::vector<Live> lives_;
   std::vector<std::size_t> running_;  // admission order
   std::deque<std::size_t> waiting_;   // arrival order, preempted first

@@ -265,6 +265,8 @@ Result<SimConfig> ConfigFromSpec(const std::string& spec,
 Result<SimulationOptions> EngineFromFlags(const ExperimentOptions& o) {
   Result<CostModel> cost = CostFromFlags(o);
   if (!cost) return tl::unexpected(cost.error());
+  Result<Router> router = ParseRouter(o.router);
+  if (!router) return tl::unexpected(router.error());
   return SimulationOptions{
       .cost = std::move(*cost),
       .limits = {.max_num_batched_tokens = o.max_batched_tokens,
@@ -277,7 +279,9 @@ Result<SimulationOptions> EngineFromFlags(const ExperimentOptions& o) {
       .arrivals =
           o.open_loop ? ArrivalMode::kOpenLoop : ArrivalMode::kClosedLoop,
       .concurrency = o.concurrency,
-      .kv_events = o.kv_events};
+      .kv_events = o.kv_events,
+      .instances = o.instances,
+      .router = *router};
 }
 
 }  // namespace hkv

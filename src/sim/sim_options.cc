@@ -35,6 +35,9 @@ Result<void> CheckKeyFunction(const std::string& text) {
 Result<void> CheckRetention(const std::string& text) {
   return Refusal(ParseRetention(text));
 }
+Result<void> CheckRouter(const std::string& text) {
+  return Refusal(ParseRouter(text));
+}
 Result<void> CheckPools(const std::string& text) {
   return Refusal(ParsePoolLayout(text));
 }
@@ -208,6 +211,22 @@ std::vector<SimOption> EngineOptions() {
       {.name = "open_loop",
        .field = &O::open_loop,
        .help = "Requests arrive at their trace times instead"},
+      {.name = "instances",
+       .field = &O::instances,
+       .help = "Engines behind one router, each with the whole cache "
+               "(docs/cluster.md)",
+       .min = 1,
+       .max = 1024,
+       .varied = true},
+      {.name = "router",
+       .field = &O::router,
+       .help = "How a cluster places requests: round-robin, least-loaded "
+               "(modelled queued work), prefix (least prefill counting full "
+               "attention's cached chain, as today's routers) or "
+               "hybrid-prefix (counting what every group can resume from)",
+       .varied = true,
+       .check = &CheckRouter,
+       .value_name = "{round-robin,least-loaded,prefix,hybrid-prefix}"},
   };
 }
 

@@ -162,6 +162,22 @@ void AddEngine(std::vector<Row>& f, const SimulationResult& r) {
                "peak_waiting", Whole(r.peak_waiting)});
 }
 
+// A cluster's routing: what the router counted and what was realised.
+void AddCluster(std::vector<Row>& f, const SimulationResult& r) {
+  if (!r.cluster) return;
+  const ClusterFigures& c = *r.cluster;
+  f.push_back({"instances", "instances", Whole(c.instances), "router",
+               std::string(RouterName(c.router))});
+  f.push_back({"routed_tokens", "routed/realised hit tokens",
+               Whole(c.routed_tokens), "realised_tokens",
+               Whole(r.reused_tokens)});
+  f.push_back({"unresumable_routes", "routes on unresumable hits",
+               Whole(c.unresumable_routes), "unresumable_tokens",
+               Whole(c.unresumable_tokens)});
+  f.push_back({"load_imbalance", "load imbalance (max/mean)",
+               Fixed(c.load_imbalance, 2)});
+}
+
 // A row's text as JSON: a number when the text is one, null for "-".
 json Value(const std::string& text) {
   if (text == "-") return nullptr;
@@ -291,6 +307,7 @@ std::vector<SimReportRow> SimReportRows(const SimReport& report) {
   std::vector<Row> f = Counts(r);
   AddLatencies(f, r);
   AddEngine(f, r);
+  AddCluster(f, r);
   AddDeployment(f, report);
   AddCacheCounters(f, r);
   AddManagerTimes(f, r);

@@ -47,21 +47,6 @@ std::vector<UsageSample> Downsample(const std::vector<UsageSample>& all,
   return out;
 }
 
-void SummarizeLatencies(SimulationResult& result) {
-  std::vector<double> ttft, tpot, e2e;
-  for (const RequestMetrics& r : result.per_request) {
-    if (r.output_tokens == 0) continue;  // never finished
-    ttft.push_back(r.first_token_s - r.arrival_s);
-    e2e.push_back(r.finish_s - r.arrival_s);
-    if (r.output_tokens > 1) {
-      tpot.push_back((r.finish_s - r.first_token_s) / (r.output_tokens - 1));
-    }
-  }
-  result.ttft = Summary(std::move(ttft));
-  result.tpot = Summary(std::move(tpot));
-  result.e2e = Summary(std::move(e2e));
-}
-
 // The blocks one request of `tokens` tokens holds at most in group `g`: the
 // cache's own bound (MaxBlocksPerRequest), as admission counts it.
 std::uint64_t GroupBlocksFor(const CacheConfig& config, std::size_t g,
@@ -110,6 +95,21 @@ double Concurrency(const CacheConfig& config, std::uint32_t usable,
 }
 
 }  // namespace
+
+void SummarizeLatencies(SimulationResult& result) {
+  std::vector<double> ttft, tpot, e2e;
+  for (const RequestMetrics& r : result.per_request) {
+    if (r.output_tokens == 0) continue;  // never finished
+    ttft.push_back(r.first_token_s - r.arrival_s);
+    e2e.push_back(r.finish_s - r.arrival_s);
+    if (r.output_tokens > 1) {
+      tpot.push_back((r.finish_s - r.first_token_s) / (r.output_tokens - 1));
+    }
+  }
+  result.ttft = Summary(std::move(ttft));
+  result.tpot = Summary(std::move(tpot));
+  result.e2e = Summary(std::move(e2e));
+}
 
 void SimStats::RecordCall(ManagerCall call, HitClass hit_class,
                           std::uint64_t ns) {

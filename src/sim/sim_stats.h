@@ -37,6 +37,10 @@ class SimStats {
   double residency_spacing_s_ = 1.0;
 };
 
+// Fills result's ttft, tpot and e2e from its per_request (requests with
+// outputs).
+void SummarizeLatencies(SimulationResult& result);
+
 struct Capacity {
   std::uint64_t tokens = 0;  // longest request that fits alone
   double concurrency = 0.0;  // requests of `mean_tokens` that fit at once

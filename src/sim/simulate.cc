@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 
+#include "cluster.h"
 #include "engine.h"
 #include "hkv/group_list.h"
 #include "number_text.h"
@@ -111,6 +112,13 @@ Result<void> SimulationOptions::Validate() const {
   }
   if (limits.max_num_seqs == 0) return invalid("max_num_seqs must be >= 1");
   if (concurrency == 0) return invalid("concurrency must be at least 1");
+  if (instances < 1 || instances > 1024) {
+    return invalid("instances must be 1 to 1024, got " +
+                   std::to_string(instances));
+  }
+  if (instances > 1 && kv_events != nullptr) {
+    return invalid("a cluster of instances cannot publish KV events");
+  }
   if (!page_bytes.empty() && page_bytes.size() != cache.groups.size()) {
     return invalid("page_bytes has " + std::to_string(page_bytes.size()) +
                    " entries for " + std::to_string(cache.groups.size()) +
@@ -124,6 +132,25 @@ Result<void> SimulationOptions::Validate() const {
   return {};
 }
 
+namespace {
+
+// One engine on the workload's own arrivals, or a cluster.
+Result<SimulationResult> RunEngines(std::span<const SimRequest> workload,
+                                    const SimulationOptions& options) {
+  if (options.instances > 1)
+    return internal::SimulateCluster(workload, options);
+  CacheConfig cache_config = options.cache;
+  if (options.kv_events != nullptr) cache_config.events = KvEventMode::kEnabled;
+  Result<CacheManager> cache = CacheManager::Create(cache_config);
+  if (!cache) return tl::unexpected(cache.error());
+  internal::Arrivals arrivals(workload, options.arrivals, options.concurrency);
+  internal::Engine engine(std::move(*cache), workload, options, arrivals);
+  if (Result<void> ok = engine.Run(); !ok) return tl::unexpected(ok.error());
+  return engine.Finish();
+}
+
+}  // namespace
+
 Result<SimulationResult> Simulate(std::span<const SimRequest> workload,
                                   const SimulationOptions& options) {
   if (Result<void> ok = options.Validate(); !ok) {
@@ -132,13 +159,9 @@ Result<SimulationResult> Simulate(std::span<const SimRequest> workload,
   if (Result<void> ok = ValidateWorkload(workload); !ok) {
     return tl::unexpected(ok.error());
   }
-  CacheConfig cache_config = options.cache;
-  if (options.kv_events != nullptr) cache_config.events = KvEventMode::kEnabled;
-  Result<CacheManager> cache = CacheManager::Create(cache_config);
-  if (!cache) return tl::unexpected(cache.error());
-  internal::Engine engine(std::move(*cache), workload, options);
-  if (Result<void> ok = engine.Run(); !ok) return tl::unexpected(ok.error());
-  SimulationResult result = engine.Finish();
+  Result<SimulationResult> run = RunEngines(workload, options);
+  if (!run) return run;
+  SimulationResult& result = *run;
   double mean_tokens = 0.0;
   for (const SimRequest& r : workload) {
     mean_tokens += PromptLength(r) + r.output_length;
@@ -146,10 +169,11 @@ Result<SimulationResult> Simulate(std::span<const SimRequest> workload,
   if (!workload.empty()) mean_tokens /= static_cast<double>(workload.size());
   const internal::Capacity capacity = internal::EstimateCapacity(
       options.cache, options.cache.num_blocks - 1, mean_tokens);
-  result.usable_blocks = options.cache.num_blocks - 1;
+  // A cluster's instances each hold the longest request alone.
+  result.usable_blocks = (options.cache.num_blocks - 1) * options.instances;
   result.capacity_tokens = capacity.tokens;
-  result.capacity_concurrency = capacity.concurrency;
-  return result;
+  result.capacity_concurrency = capacity.concurrency * options.instances;
+  return run;
 }
 
 }  // namespace hkv
