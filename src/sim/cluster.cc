@@ -21,21 +21,25 @@ class RoutedArrivals final : public ArrivalFeed {
  public:
   explicit RoutedArrivals(ArrivalFeed& cluster) : cluster_(cluster) {}
 
-  void Send(std::size_t index, double time_s) {
-    routed_.emplace_back(index, time_s);
+  void Send(std::size_t index, double time_s, std::uint32_t prompt_tokens) {
+    routed_.push_back({index, time_s, prompt_tokens});
+    pending_tokens_ += prompt_tokens;
   }
   bool empty() const { return routed_.empty(); }
+  // Prompt tokens sent but not yet released to the engine.
+  std::uint64_t pending_tokens() const { return pending_tokens_; }
 
   void Release(double now,
                std::vector<std::pair<std::size_t, double>>& out) override {
-    while (!routed_.empty() && routed_.front().second <= now) {
-      out.push_back(routed_.front());
+    while (!routed_.empty() && routed_.front().time_s <= now) {
+      out.emplace_back(routed_.front().index, routed_.front().time_s);
+      pending_tokens_ -= routed_.front().prompt_tokens;
       routed_.pop_front();
     }
   }
   std::optional<double> NextArrival() const override {
     if (routed_.empty()) return std::nullopt;
-    return routed_.front().second;
+    return routed_.front().time_s;
   }
   void Finished(std::size_t index, double now) override {
     ++finished_;
@@ -44,8 +48,14 @@ class RoutedArrivals final : public ArrivalFeed {
   std::uint64_t finished() const { return finished_; }
 
  private:
+  struct Routed {
+    std::size_t index;
+    double time_s;
+    std::uint32_t prompt_tokens;
+  };
   ArrivalFeed& cluster_;
-  std::deque<std::pair<std::size_t, double>> routed_;
+  std::deque<Routed> routed_;
+  std::uint64_t pending_tokens_ = 0;
   std::uint64_t finished_ = 0;
 };
 
@@ -210,11 +220,13 @@ class Cluster {
     return done;
   }
 
-  // Modelled seconds of work waiting on instance i.
+  // Modelled seconds of work waiting on instance i: prompts to compute
+  // (routed there and not yet admitted included) and running decodes.
   double Load(std::size_t i) const {
     const Engine& engine = *members_[i].engine;
     const CostModel& cost = options_.cost;
-    return static_cast<double>(engine.OutstandingPrefillTokens()) *
+    return static_cast<double>(engine.OutstandingPrefillTokens() +
+                               members_[i].feed->pending_tokens()) *
                cost.prefill_token_s +
            static_cast<double>(engine.num_running()) *
                (cost.decode_token_s + cost.request_s);
@@ -258,7 +270,7 @@ class Cluster {
     if (!member.engine->Busy() && member.feed->empty()) {
       member.engine->AdvanceTo(time_s);
     }
-    member.feed->Send(index, time_s);
+    member.feed->Send(index, time_s, prompt);
   }
 
   // The prefix the router counts on at an instance.
