@@ -75,6 +75,24 @@ int RunKeys(const KeysCommandOptions& options);
 void RegisterSimulate(CLI::App& app);
 int RunSimulate(const SimCommandOptions& options);
 
+// `hkv index ...`: a cluster's prefix index, fed by its engines' KV events
+// and answering over HTTP and ZeroMQ (docs/cluster_index_protocol.md).
+struct IndexCommandOptions {
+  SimCommandOptions layout;      // the cache flags of `hkv simulate`
+  std::string hashes = "bytes";  // bytes | low64, as the engines send them
+  std::optional<std::string> key_seed = std::nullopt;  // unset: the default
+  std::uint32_t capacity = 1'000'000;                  // keys kept per instance
+  std::vector<std::string> instances;  // ENDPOINT[,REPLAY_ENDPOINT] each
+  std::string instances_file;          // one instance per line
+  std::string topic;                   // subscription prefix; "": all
+  std::string http = "127.0.0.1:8088";
+  std::string zmq_bind;                              // "": no REP socket
+  std::optional<double> run_seconds = std::nullopt;  // unset: until a signal
+};
+
+void RegisterIndex(CLI::App& app);
+int RunIndex(const IndexCommandOptions& options);
+
 // `hkv calibrate ...`: fits the deployment presets' cost models.
 struct CalibrateCommandOptions {
   std::vector<std::string> presets;  // empty: every preset with figures

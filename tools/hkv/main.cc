@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   hkv::cli::RegisterCompare(app);
   hkv::cli::RegisterKeys(app);
   hkv::cli::RegisterCalibrate(app);
+  hkv::cli::RegisterIndex(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {  // a command failed; it said why

@@ -1,0 +1,364 @@
+"""`hkv index` (docs/cluster_index_protocol.md) against the managers it
+mirrors: two hybrid engines (full attention + a recurrent group) publish
+their KV events, a third "engine" is a raw PUB socket sending bad input, and
+the index's answers over HTTP and ZeroMQ must equal each manager's own
+lookup: hybrid_tokens its num_tokens, attention_tokens its chain_tokens.
+
+Loopback only; every wait is bounded and the service is always killed."""
+import gc
+import json
+import queue
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import msgpack
+import pytest
+import zmq
+
+import hkv
+from conftest import cli
+
+GROUPS = "full:16,recurrent:16"
+LAYOUT = ["--groups", GROUPS, "--hash-unit", "16", "--key-function",
+          "sha256_cbor"]
+WAIT_S = 20.0
+# Instance 0 computes PROMPT in two chunks: its recurrent state is kept at
+# the first chunk's end (64) only, while full attention caches 12 blocks.
+PROMPT = list(range(1000, 1200))
+QUERY = PROMPT + [7] * 50
+# Instance 1 shares QUERY's first 128 tokens, its state at 128.
+OTHER = PROMPT[:128] + list(range(5000, 5072))
+# After its restart, instance 1 holds QUERY's first 96 tokens.
+AFTER_RESTART = QUERY[:96] + list(range(6000, 6040))
+
+METRICS = [
+    "hkv_index_queries_total", "hkv_index_bad_queries_total",
+    "hkv_index_query_seconds_bucket", "hkv_index_query_seconds_sum",
+    "hkv_index_query_seconds_count", "hkv_index_batches_total",
+    "hkv_index_resident_keys", "hkv_index_stored_keys_total",
+    "hkv_index_removed_keys_total", "hkv_index_evicted_keys_total",
+    "hkv_index_gaps_total", "hkv_index_replays_total",
+    "hkv_index_restarts_total", "hkv_index_rejected_batches_total",
+    "hkv_index_bad_messages_total", "hkv_index_memory_bytes",
+    "hkv_index_prefix_cache_queries_total",
+    "hkv_index_prefix_cache_hits_total"]
+
+
+def wait_until(predicate, what, timeout=WAIT_S, every=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(every)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}")
+
+
+class Engine:
+    """A KVCacheManager whose events go out on an hkv.EventPublisher."""
+
+    def __init__(self, endpoint="tcp://127.0.0.1:*",
+                 replay="tcp://127.0.0.1:*"):
+        self.kv = hkv.KVCacheManager(groups=GROUPS, num_blocks=400,
+                                     key_function="sha256_cbor",
+                                     enable_kv_cache_events=True)
+        self.publisher = bind_publisher(endpoint, replay)
+        self.steps = 0
+
+    def publish(self):
+        self.steps += 1
+        self.publisher.publish(self.kv.take_events(), float(self.steps))
+
+    def prefill(self, request_id, tokens, chunks):
+        """Computes the prompt chunk by chunk, one batch per step, then
+        frees it (its blocks stay cached)."""
+        kv = self.kv
+        r = kv.make_request(request_id, tokens)
+        _, done = kv.get_computed_blocks(r)
+        assert done == 0
+        for n in chunks:
+            assert kv.allocate_slots(r, n) is not None
+            kv.commit(r, done + n)
+            kv.finish_step()
+            done += n
+            self.publish()
+        assert done == len(tokens)
+        kv.free(r)
+        self.publish()
+        assert self.publisher.flush(10.0)
+
+    def lookup(self, tokens):
+        hit = self.kv.cache.lookup(self.kv.make_request("lookup", tokens))
+        return {"hybrid_tokens": hit.num_tokens,
+                "attention_tokens": hit.chain_tokens}
+
+
+def bind_publisher(endpoint, replay):
+    """Binds, retrying a while when the port is still held by a closed
+    publisher (a restart on the same endpoints)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        try:
+            return hkv.EventPublisher(endpoint, replay_endpoint=replay,
+                                      key_function="sha256_cbor")
+        except hkv.Error:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+class RawPublisher:
+    """Instance 2: a PUB socket sending whatever the test wants."""
+
+    def __init__(self, context):
+        self.socket = context.socket(zmq.PUB)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.bind("tcp://127.0.0.1:*")
+        self.endpoint = self.socket.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.seq = 0
+
+    def send(self, payload=None, seq=None, frames=None):
+        if frames is None:
+            seq = self.seq if seq is None else seq
+            if payload is None:
+                payload = msgpack.packb([0.0, [], 0])  # an empty batch
+            frames = [b"", seq.to_bytes(8, "big"), payload]
+            self.seq = seq + 1
+        self.socket.send_multipart(frames)
+
+
+class Index:
+    """The `hkv index` subprocess, its stderr read on a thread."""
+
+    def __init__(self, instances):
+        args = [str(cli()), "index", *LAYOUT, "--http", "127.0.0.1:0",
+                "--zmq-bind", "tcp://127.0.0.1:*", "--run-seconds", "300"]
+        for instance in instances:
+            args += ["--instance", instance]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        self.lines = queue.Queue()
+        self.log = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self.http = self._address("http on ")
+        self.zmq = self._address("zmq on ")
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.lines.put(line)
+
+    def _address(self, marker):
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.1)
+            except queue.Empty:
+                assert self.proc.poll() is None, "\n".join(self.log)
+                continue
+            self.log.append(line)
+            if f"hkv index: {marker}" in line:
+                return line.split(marker)[1].strip()
+        pytest.fail(f"hkv index never said '{marker}': {self.log}")
+
+    def post(self, body, content_type="application/json"):
+        """(status, JSON answer) of POST /query."""
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"http://{self.http}/query", data=data, method="POST",
+            headers={"Content-Type": content_type})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    def metrics(self):
+        with urllib.request.urlopen(f"http://{self.http}/metrics",
+                                    timeout=10) as response:
+            return response.headers["Content-Type"], response.read().decode()
+
+    def value(self, name, instance=None):
+        labels = "" if instance is None else f'{{instance="{instance}"}}'
+        for line in self.metrics()[1].splitlines():
+            if line.startswith(name + labels + " "):
+                return float(line.split()[-1])
+        raise AssertionError(f"no {name}{labels} in /metrics")
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+def matches(index, tokens):
+    status, answer = index.post({"tokens": tokens})
+    assert status == 200, answer
+    return [{k: m[k] for k in ("hybrid_tokens", "attention_tokens")}
+            for m in answer["instances"]]
+
+
+def join(index, instance, publish):
+    """Publishes empty batches until the index has applied one."""
+    wait_until(lambda: publish() or
+               index.value("hkv_index_batches_total", instance) > 0,
+               f"instance {instance}'s subscription", every=0.05)
+
+
+def test_hkv_index_answers_as_each_manager_looks_up():
+    context = zmq.Context()
+    engines = [Engine(), Engine()]
+    raw = RawPublisher(context)
+    index = None
+    try:
+        # Instance 0 publishes before the index runs: it learns those
+        # batches only through the replay socket.
+        engines[0].prefill("a", PROMPT, [64, 136])
+        index = Index([f"{e.publisher.endpoint},{e.publisher.replay_endpoint}"
+                       for e in engines] + [raw.endpoint])
+        for i, engine in enumerate(engines):
+            join(index, i, engine.publish)
+        join(index, 2, raw.send)
+        engines[1].prefill("c", OTHER, [128, 72])
+        # Instance 1's sequence runs far ahead, so that after its restart
+        # the index sees a number below it (check_restart).
+        for _ in range(200):
+            engines[1].publish()
+        assert engines[1].publisher.flush(10.0)
+        for i, engine in enumerate(engines):
+            wait_until(lambda i=i, e=engine:
+                       index.value("hkv_index_batches_total", i) ==
+                       e.publisher.counters.published,
+                       f"instance {i}'s batches")
+        assert index.value("hkv_index_replays_total", 0) >= 1
+        check_answers(index, engines)
+        check_metrics(index)
+        check_bad_input(index, raw, engines)
+        check_restart(index, engines)
+    finally:
+        if index is not None:
+            index.stop()
+        raw.socket.close(0)
+        context.term()
+
+
+def check_answers(index, engines):
+    expected = [e.lookup(QUERY) for e in engines]
+    assert expected[0]["hybrid_tokens"] != expected[0]["attention_tokens"]
+    assert expected[0] == {"hybrid_tokens": 64, "attention_tokens": 192}
+    assert expected[1] == {"hybrid_tokens": 128, "attention_tokens": 128}
+    empty = {"hybrid_tokens": 0, "attention_tokens": 0}
+    assert matches(index, QUERY) == expected + [empty]
+    status, answer = index.post({"tokens": QUERY})
+    assert answer["best"] == 1  # attention alone would pick instance 0
+    assert answer["instances"][2]["endpoint"].startswith("tcp://127.0.0.1:")
+    # The same by keys, and on the REP socket.
+    keys = engines[0].kv.make_request("k", QUERY).keys
+    by_keys = {"keys": [k.hex() for k in keys], "num_tokens": len(QUERY)}
+    assert index.post(by_keys) == (200, answer)
+    req = zmq.Context.instance().socket(zmq.REQ)
+    req.setsockopt(zmq.LINGER, 0)
+    req.setsockopt(zmq.RCVTIMEO, 10_000)
+    try:
+        req.connect(index.zmq)
+        req.send(json.dumps({"tokens": QUERY}).encode())
+        assert json.loads(req.recv()) == answer
+        req.send(b'{"tokens": [-1]}')
+        assert "negative" in json.loads(req.recv())["error"]
+    finally:
+        req.close(0)
+
+
+def check_metrics(index):
+    content_type, text = index.metrics()
+    assert "version=0.0.4" in content_type
+    for name in METRICS:
+        assert f"\n{name}" in text, name
+    assert "vllm:prefix_cache_queries" in text
+    assert "vllm:prefix_cache_hits" in text
+    assert index.value("hkv_index_prefix_cache_queries_total") >= len(QUERY)
+    assert index.value("hkv_index_prefix_cache_hits_total") >= 128
+    assert 'hkv_index_resident_keys{instance="0",group="1"} ' in text
+
+
+def check_bad_input(index, raw, engines):
+    bad_queries = index.value("hkv_index_bad_queries_total")
+    status, answer = index.post({"keys": ["ab" * 31], "num_tokens": 16})
+    assert status == 400 and "want 64 hex digits" in answer["error"]
+    assert index.value("hkv_index_bad_queries_total") == bad_queries + 1
+    for body, message in [(b"{", "malformed JSON"),
+                          ({"tokens": [1.5]}, "not an integer"),
+                          (b'{"tokens":[' + b"1," * 2**24 + b"1]}",
+                           "more than 16777216 tokens"),
+                          ({"keys": []}, "num_tokens")]:
+        status, answer = index.post(body)
+        assert status == 400 and message in answer["error"], answer
+    # The HTTP library's own limit on form data: refused, counted.
+    bad_queries = index.value("hkv_index_bad_queries_total")
+    status, answer = index.post(b" " * 9000,
+                                "application/x-www-form-urlencoded")
+    assert status == 413 and "8 KiB" in answer["error"]
+    assert index.value("hkv_index_bad_queries_total") == bad_queries + 1
+    # Instance 2: an unreadable batch, two malformed messages, a gap.
+    raw.send(payload=b"\xc1")
+    wait_until(lambda: index.value("hkv_index_rejected_batches_total", 2) == 1,
+               "the rejected batch")
+    raw.send(frames=[b"", b"\x00" * 8])
+    raw.send(frames=[b"", b"\x00" * 7, msgpack.packb([0.0, [], 0])])
+    wait_until(lambda: index.value("hkv_index_bad_messages_total", 2) == 2,
+               "the malformed messages")
+    gaps = index.value("hkv_index_gaps_total", 2)
+    raw.send(seq=raw.seq + 5)
+    wait_until(lambda: index.value("hkv_index_gaps_total", 2) == gaps + 1,
+               "the gap")
+    assert index.proc.poll() is None
+    assert matches(index, QUERY)[:2] == [e.lookup(QUERY) for e in engines]
+
+
+def check_restart(index, engines):
+    """Instance 1's engine restarts on the same endpoints: its sequence
+    numbers start again at 0 and its old keys must not be claimed."""
+    endpoint = engines[1].publisher.endpoint
+    replay = engines[1].publisher.replay_endpoint
+    engines[1].publisher = None
+    gc.collect()
+    engines[1] = Engine(endpoint, replay)
+    wait_until(lambda: engines[1].publish() or
+               index.value("hkv_index_restarts_total", 1) >= 1,
+               "the restart", every=0.02)
+    engines[1].prefill("d", AFTER_RESTART, [96, 40])
+    expected = [e.lookup(QUERY) for e in engines] + [
+        {"hybrid_tokens": 0, "attention_tokens": 0}]
+    assert expected[1] == {"hybrid_tokens": 96, "attention_tokens": 96}
+    wait_until(lambda: matches(index, QUERY) == expected,
+               "the answers after the restart")
+    wait_until(lambda: index.value("hkv_index_batches_total", 0) ==
+               engines[0].publisher.counters.published, "instance 0")
+    assert index.proc.poll() is None
+
+
+def test_hkv_index_stops_cleanly_on_sigterm():
+    index = Index(["tcp://127.0.0.1:1"])  # nobody there: no error
+    try:
+        assert index.post({"tokens": [1, 2, 3]})[0] == 200
+        index.proc.terminate()
+        assert index.proc.wait(timeout=10) == 0
+    finally:
+        index.stop()
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "no instance: give --instance or --instances-file"),
+    (["--instance", "10.0.0.7:5557"], "is not ENDPOINT[,REPLAY_ENDPOINT]"),
+    (["--instance", "tcp://127.0.0.1:1", "--http", "nope"],
+     '--http: "nope" is not HOST:PORT'),
+    (["--instance", "tcp://127.0.0.1:1", "--zmq-bind", "bogus://x"],
+     "--zmq-bind: cannot bind"),
+    (["--instance", "tcp://127.0.0.1:1", "--key-function", "xxh3_128_cbor"],
+     "xxh3_128_cbor keys need the engines' shared seed"),
+])
+def test_hkv_index_usage_errors_exit_2(args, message):
+    done = subprocess.run([str(cli()), "index", "--groups", GROUPS, *args],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
