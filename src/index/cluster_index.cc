@@ -31,15 +31,18 @@ struct ClusterIndex::Impl {
   KeyScheme scheme;
   std::vector<Instance> instances;
 
-  // The key as the wire carries it: the low 64 bits keep the digest's last
-  // 8 bytes (where DecodeEventBatch puts them), the rest zero. Idempotent.
+  // The key as the index holds it. The low 64 bits are the digest's last 8
+  // bytes (where DecodeEventBatch puts them, the rest zero); they are
+  // copied to the first 8 too, where the mirror's hash table reads a key's
+  // hash. Idempotent, so wire and in-process events agree.
   BlockHash OnWire(const BlockHash& hash) const {
     if (options.hashes == HashEncoding::kBytes) return hash;
-    const std::size_t end = DigestSize(scheme.function);
+    const auto end = static_cast<std::ptrdiff_t>(DigestSize(scheme.function));
     BlockHash low{};
-    std::copy(hash.bytes.begin() + static_cast<std::ptrdiff_t>(end - 8),
-              hash.bytes.begin() + static_cast<std::ptrdiff_t>(end),
-              low.bytes.begin() + static_cast<std::ptrdiff_t>(end - 8));
+    std::copy(hash.bytes.begin() + end - 8, hash.bytes.begin() + end,
+              low.bytes.begin() + end - 8);
+    std::copy(hash.bytes.begin() + end - 8, hash.bytes.begin() + end,
+              low.bytes.begin());
     return low;
   }
 
