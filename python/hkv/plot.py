@@ -12,9 +12,9 @@ schema, e.g. python/examples/engine_loop.py --json); ``hkv simulate`` /
 per configuration label. Several files are merged; charts without data are
 skipped.
 
-Writes ``capacity``, ``engine_capacity``, ``hit_ratio``, ``kv_usage``,
-``ttft``, ``miss_causes`` and ``hit_ratio_by_budget`` as .png and .svg and
-prints their paths.
+Writes ``capacity``, ``engine_capacity``, ``routers`` (cluster runs),
+``hit_ratio``, ``kv_usage``, ``ttft``, ``miss_causes`` and
+``hit_ratio_by_budget`` as .png and .svg and prints their paths.
 """
 
 import argparse
@@ -217,6 +217,35 @@ def plot_engine_capacity(found, out, formats):
     return _save(fig, out, "engine_capacity", formats)
 
 
+def plot_routers(found, out, formats):
+    """Cluster runs (reports whose table names a router): per
+    configuration, the prompt hit ratio beside the tokens the router
+    counted on, and TTFT p50 and p99."""
+    rows = reports.router_bars(found)
+    if not rows:
+        return []
+    labels = [label.removeprefix("router=") for label, _ in rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    _bars(left, labels, [
+        ("realised: prompt tokens reused", [r["hit_percent"] for _, r in rows]),
+        ("routed: tokens the router counted on",
+         [r["routed_percent"] for _, r in rows])])
+    left.set_ylabel("% of prompt tokens")
+    left.set_title("Cache hits across the cluster")
+    left.margins(y=0.3)  # room for the legend above the bars
+    left.legend(fontsize="small")
+    _bars(right, labels, [("TTFT p50", [r["ttft_s_p50"] for _, r in rows]),
+                          ("TTFT p99", [r["ttft_s_p99"] for _, r in rows])])
+    right.set_yscale("log")
+    right.set_ylabel("seconds (modelled, log scale)")
+    right.set_title("Time to first token")
+    right.legend(fontsize="small")
+    for ax in (left, right):
+        ax.set_xlabel("configuration")
+        ax.grid(axis="y", alpha=0.3)
+    return _save(fig, out, "routers", formats)
+
+
 def plot_hit_ratio_by_budget(sweeps, out, formats):
     """Hit ratio against the swept parameter, one line per configuration."""
     if not sweeps:
@@ -251,6 +280,7 @@ def plot(data, out, formats=("png", "svg")):
     if data["plans"]:
         paths += plot_capacity(data["plans"], data["title"], out, formats)
     paths += plot_engine_capacity(data.get("reports", []), out, formats)
+    paths += plot_routers(data.get("reports", []), out, formats)
     runs = data["runs"]
     paths += plot_timeline(runs, "hit_ratio", "token hit ratio (%)", out,
                            formats)

@@ -135,6 +135,24 @@ def capacity_bars(reports):
     }) for r in reports if isinstance(r.get("capacity"), dict)]
 
 
+def router_bars(reports):
+    """Per cluster run (a table naming its router): (label, its hit ratio
+    and routed tokens as % of prompt tokens, TTFT p50 and p99 in s)."""
+    rows = []
+    for r in reports:
+        table = r.get("table", {})
+        if "router" not in table or not table.get("prompt_tokens"):
+            continue
+        prompt = table["prompt_tokens"]
+        rows.append((r["label"], {
+            "hit_percent": 100.0 * table["reused_tokens"] / prompt,
+            "routed_percent": 100.0 * table["routed_tokens"] / prompt,
+            "ttft_s_p50": table["ttft_s_p50"],
+            "ttft_s_p99": table["ttft_s_p99"],
+        }))
+    return rows
+
+
 def miss_cause_tokens(miss_causes):
     """Tokens each cause cost, keyed by its plain words, in stacking order
     (a cause absent from `miss_causes` costs 0)."""

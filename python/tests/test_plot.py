@@ -299,3 +299,21 @@ def test_malformed_sweep_names_the_field(tmp_path):
         reports.sweep_in({"sweep": {"points": [
             {"value": 16, "reports": [{"label": "a"}]},
             {"value": "33GiB", "reports": [{"label": "a"}]}]}})
+
+
+def test_router_bars_values(tmp_path):
+    """Cluster reports give the router chart its percentages; a report
+    without a router gives none."""
+    table = {"router": "prefix", "prompt_tokens": 2000, "reused_tokens": 500,
+             "routed_tokens": 800, "ttft_s_p50": 1.5, "ttft_s_p99": 9.0}
+    found = [{"label": "router=prefix", "table": table},
+             {"label": "one engine", "table": {"prompt_tokens": 10}}]
+    assert reports.router_bars(found) == [
+        ("router=prefix", {"hit_percent": 25.0, "routed_percent": 40.0,
+                           "ttft_s_p50": 1.5, "ttft_s_p99": 9.0})]
+    path = write(tmp_path / "cluster.json", found)
+    out = subprocess.run([sys.executable, "-m", "hkv.plot", path, "-o",
+                          str(tmp_path / "out"), "--format", "png"],
+                         capture_output=True, text=True, env=python_env(),
+                         check=True).stdout.split()
+    assert str(tmp_path / "out" / "routers.png") in out
