@@ -1,4 +1,4 @@
-"""`hkv index` (docs/cluster_index_protocol.md) against the managers it
+"""`hkv index` (docs/cluster.md) against the managers it
 mirrors: two hybrid engines (full attention + a recurrent group) publish
 their KV events, a third "engine" is a raw PUB socket sending bad input, and
 the index's answers over HTTP and ZeroMQ must equal each manager's own

@@ -76,7 +76,7 @@ void RegisterSimulate(CLI::App& app);
 int RunSimulate(const SimCommandOptions& options);
 
 // `hkv index ...`: a cluster's prefix index, fed by its engines' KV events
-// and answering over HTTP and ZeroMQ (docs/cluster_index_protocol.md).
+// and answering over HTTP and ZeroMQ (docs/cluster.md).
 struct IndexCommandOptions {
   SimCommandOptions layout;      // the cache flags of `hkv simulate`
   std::string hashes = "bytes";  // bytes | low64, as the engines send them

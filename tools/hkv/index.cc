@@ -2,7 +2,7 @@
 // engine's KV events, mirrors what each instance's cache holds in a
 // ClusterIndex (hkv/cluster_index.h), and answers which instance could
 // resume a prompt furthest, over HTTP and a ZeroMQ REP socket
-// (docs/cluster_index_protocol.md).
+// (docs/cluster.md).
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -40,7 +40,7 @@ constexpr char kExamples[] = R"(Examples:
       per instance: hybrid_tokens (every group resumes) and
       attention_tokens (full attention's chain), and the best instance
   curl -s localhost:8088/metrics
-      Prometheus metrics (docs/cluster_index_protocol.md))";
+      Prometheus metrics (docs/cluster.md))";
 
 // The flags of `hkv simulate` that choose the cache layout; the pool's size
 // is not one (the index holds keys, not blocks).

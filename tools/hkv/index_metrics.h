@@ -1,6 +1,6 @@
 // What `hkv index` counts, and GET /metrics: the counts in Prometheus' text
 // format (version 0.0.4). Names and labels are listed in
-// docs/cluster_index_protocol.md; where vLLM counts the same quantity the
+// docs/cluster.md; where vLLM counts the same quantity the
 // HELP text names its metric.
 //
 // Thread-safety: value types and a pure function; the service copies the

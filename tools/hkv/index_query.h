@@ -1,5 +1,5 @@
 // The queries `hkv index` answers, on POST /query and on its ZeroMQ REP
-// socket alike (docs/cluster_index_protocol.md): a JSON object holding a
+// socket alike (docs/cluster.md): a JSON object holding a
 // prompt's tokens, or its unit keys and length,
 //   {"tokens": [1, 2, 3, ...]}
 //   {"keys": ["<hex digest>", ...], "num_tokens": 4096}
