@@ -203,6 +203,19 @@ TEST_F(ClusterIndexTest, AnUnreadableBatchIsCountedAndClearsOnlyItsInstance) {
   EXPECT_EQ(Match(0).hybrid_tokens, 32u);
 }
 
+TEST_F(ClusterIndexTest, ADroppedInstanceStartsOverFromAGap) {
+  ASSERT_EQ(index_->ApplyBatch(0, 0, Batch(Holding(4, 4)), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  index_->Clear(0);
+  EXPECT_EQ(Match(0), (InstanceMatch{}));
+  EXPECT_EQ(index_->expected_sequence(0), std::nullopt);
+  EXPECT_EQ(index_->counters(0).clears, 1u);
+  // Its stream resumes where it is: a gap to replay from 0.
+  EXPECT_EQ(index_->ApplyBatch(0, 7, Batch(Holding(1, 1)), BatchSource::kLive),
+            BatchOutcome::kGap);
+  EXPECT_EQ(index_->expected_sequence(0), 0u);
+}
+
 TEST_F(ClusterIndexTest, Low64HashesMatchTheSameKeys) {
   index_ = *ClusterIndex::Create({.instance_config = Hybrid(),
                                   .capacity_keys = 1000,
