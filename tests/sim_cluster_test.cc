@@ -81,6 +81,8 @@ TEST_P(ClusterRouterTest, EveryRequestRunsOnceOnOneInstance) {
   }
   EXPECT_EQ(requests, workload.size());
   EXPECT_EQ(reused, r.reused_tokens);
+  EXPECT_EQ(r.manager_stats.hits, r.reused_tokens);  // summed over instances
+  EXPECT_EQ(r.manager_stats.requests, workload.size());
   EXPECT_GE(r.cluster->load_imbalance, 1.0);
 }
 

@@ -251,9 +251,9 @@ struct SimulationResult {
   StepShape totals = {};
   std::vector<StepShape> step_shapes = {};
   // Cluster runs: the routing's figures. The fields above cover the whole
-  // cluster (counts summed, latencies over all requests, usage the
-  // instances' mean and peak); manager call times, steps' shapes and
-  // residency samples are not kept.
+  // cluster (counts and miss causes summed, latencies over all requests,
+  // usage the instances' mean and peak); manager call times, steps'
+  // shapes and the usage and residency series are not kept.
   std::optional<ClusterFigures> cluster = std::nullopt;
 };
 

@@ -16,6 +16,22 @@
 namespace hkv::internal {
 namespace {
 
+void Add(MissCounters& to, const MissCounters& from) {
+  to.requests += from.requests;
+  to.tokens += from.tokens;
+}
+
+void Add(PrefixCacheStats& to, const PrefixCacheStats& from) {
+  to.requests += from.requests;
+  to.queries += from.queries;
+  to.hits += from.hits;
+  to.reset = to.reset || from.reset;
+  Add(to.speculative_rewind, from.speculative_rewind);
+  Add(to.no_checkpoint, from.no_checkpoint);
+  Add(to.window_not_covered, from.window_not_covered);
+  Add(to.evicted, from.evicted);
+}
+
 // One engine's share of the arrivals: what the router sent it, in order.
 class RoutedArrivals final : public ArrivalFeed {
  public:
@@ -181,6 +197,8 @@ class Cluster {
       out.copies += part.copies;
       out.evicted_blocks += part.evicted_blocks;
       out.parked_blocks += part.parked_blocks;
+      Add(out.manager_stats, part.manager_stats);
+      Add(out.evicted_chains, part.evicted_chains);
       out.usable_blocks += part.usable_blocks;
       out.peak_running = std::max(out.peak_running, part.peak_running);
       out.peak_waiting = std::max(out.peak_waiting, part.peak_waiting);
