@@ -115,6 +115,34 @@ TEST(ClusterTest, HybridPrefixCountsOnlyResumablePrefixes) {
   EXPECT_GT(hybrid.reused_tokens, dealt.reused_tokens);
 }
 
+TEST(ClusterTest, AClosedLoopKeepsItsSeatsAndTurnOrderAcrossInstances) {
+  SimulationOptions options = Cluster(Router::kHybridPrefix);
+  options.arrivals = ArrivalMode::kClosedLoop;
+  options.concurrency = 4;
+  const std::vector<SimRequest> workload = Sessions();
+  const SimulationResult r = Simulated(options);
+  ASSERT_EQ(r.finished, workload.size());
+  // A request enters no earlier than the finish that freed its seat: at
+  // most `concurrency` requests are in the system at any time.
+  std::vector<std::pair<double, int>> changes;
+  for (const RequestMetrics& m : r.per_request) {
+    changes.emplace_back(m.arrival_s, 1);
+    changes.emplace_back(m.finish_s, -1);  // sorts before an equal entry
+  }
+  std::sort(changes.begin(), changes.end());
+  int in_system = 0;
+  for (const auto& [time, change] : changes) {
+    in_system += change;
+    EXPECT_LE(in_system, 4) << "at " << time;
+  }
+  for (std::size_t i = 0; i < workload.size(); ++i) {
+    if (!workload[i].after) continue;
+    EXPECT_GE(r.per_request[i].arrival_s,
+              r.per_request[*workload[i].after].finish_s)
+        << i;
+  }
+}
+
 TEST(ClusterTest, OneInstanceIsThePlainEngine) {
   const SimulationResult one = Simulated(Cluster(Router::kHybridPrefix, 1));
   EXPECT_FALSE(one.cluster.has_value());

@@ -9,7 +9,9 @@
 // removal: keys past the capacity are forgotten least recently stored first,
 // and a batch that cannot be read, an engine restart or a gap replay cannot
 // fill clears the instance (docs/cluster.md). Forgetting only shortens
-// answers.
+// answers. Engines must publish incremental reports
+// (EventReport::kIncremental): a kFull re-announcement of a reused hit is
+// counted as one more copy that no removal matches.
 //
 // Thread-compatible: callers serialize every call.
 //

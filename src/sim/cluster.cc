@@ -148,11 +148,14 @@ class Cluster {
           next_member = i;
         }
       }
-      // Arrivals up to the next step's start are routed first (a closed
-      // loop's as seats free, at the latest step's end).
+      // Arrivals up to the next step's start are routed first; a closed
+      // loop's as the latest step frees seats, stamped with its end (the
+      // finish that freed them).
       const std::optional<double> next_arrival = arrivals_.NextArrival();
-      double until = std::min(ready, clock_s_);
-      if (next_arrival && *next_arrival <= ready) until = *next_arrival;
+      double until = clock_s_;
+      if (options_.arrivals == ArrivalMode::kOpenLoop) {
+        until = next_arrival && *next_arrival <= ready ? *next_arrival : ready;
+      }
       arrived.clear();
       arrivals_.Release(until, arrived);
       for (const auto& [index, time] : arrived) Route(index, time);

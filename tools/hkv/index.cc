@@ -40,7 +40,9 @@ constexpr char kExamples[] = R"(Examples:
       per instance: hybrid_tokens (every group resumes) and
       attention_tokens (full attention's chain), and the best instance
   curl -s localhost:8088/metrics
-      Prometheus metrics (docs/cluster.md))";
+      Prometheus metrics (docs/cluster.md)
+The engines must publish incremental KV events (the default; a full report
+re-announces reused blocks with no removal to match them).)";
 
 // The flags of `hkv simulate` that choose the cache layout; the pool's size
 // is not one (the index holds keys, not blocks).

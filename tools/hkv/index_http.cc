@@ -63,7 +63,12 @@ void AddErrorHandlers(httplib::Server& server, IndexState& state) {
 IndexHttp::IndexHttp() : server_(std::make_unique<httplib::Server>()) {}
 
 IndexHttp::~IndexHttp() {
-  server_->stop();
+  // stop() is lost on a server not yet listening: repeat it until the
+  // listener returns.
+  while (thread_.joinable() && !listened_.load()) {
+    server_->stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   if (thread_.joinable()) thread_.join();
 }
 
@@ -91,8 +96,11 @@ Result<std::unique_ptr<IndexHttp>> IndexHttp::Start(
   }
   const bool v6 = host.find(':') != std::string::npos;
   http->address_ = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-  http->thread_ = std::thread([&server] { server.listen_after_bind(); });
-  // stop() is lost on a server not yet running: wait until it runs.
+  http->thread_ = std::thread([&server, &listened = http->listened_] {
+    server.listen_after_bind();
+    listened = true;
+  });
+  // Queries are answered once it runs.
   const auto until = std::chrono::steady_clock::now() + kStartWait;
   while (!server.is_running() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -11,6 +11,7 @@
 //   log.Always("http on " + (*http)->address());
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -44,6 +45,7 @@ class IndexHttp {
 
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::atomic<bool> listened_ = false;  // the listener returned
   std::string address_;
 };
 
