@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "hkv/limits.h"
+#include "token_json.h"
 
 namespace hkv::cli {
 namespace {
@@ -55,27 +56,24 @@ class QuerySax final : public nlohmann::json_sax<Json> {
       return true;
     }
     if (depth_ != 2 || array_ != Field::kTokens) return Wrong("a number");
-    if (value > UINT32_MAX) {
-      return Bad(std::to_string(value) + " exceeds 2^32 - 1");
+    if (std::string problem = UnsignedTokenProblem(value); !problem.empty()) {
+      return Bad(problem);
     }
     if (!Room(query_.tokens.size())) return false;
     query_.tokens.push_back(static_cast<TokenId>(value));
     return true;
   }
   bool number_integer(std::int64_t value) override {
-    // The parser reports non-negative integers as unsigned.
     if (depth_ == 2 && array_ == Field::kTokens) {
-      return Bad(std::to_string(value) + " is negative");
+      return Bad(NegativeTokenProblem(value));
     }
     return Wrong("a negative number");
   }
   bool number_float(double /*value*/, const std::string& text) override {
-    // The parser also reports integers beyond 64 bits as floats.
-    const bool integral = text.find_first_of(".eE") == std::string::npos;
     if (depth_ == 2 && array_ == Field::kTokens) {
-      return Bad(text.substr(0, 32) +
-                 (integral ? " exceeds 2^32 - 1" : " is not an integer"));
+      return Bad(FloatTokenProblem(text, text.substr(0, 32)));
     }
+    const bool integral = text.find_first_of(".eE") == std::string::npos;
     return Wrong(integral ? "a number beyond 64 bits" : "a fraction");
   }
   bool string(std::string& value) override {
@@ -134,8 +132,7 @@ class QuerySax final : public nlohmann::json_sax<Json> {
   bool parse_error(std::size_t position, const std::string& /*last_token*/,
                    const nlohmann::detail::exception& e) override {
     if (error.empty()) {
-      error = "malformed JSON at byte " + std::to_string(position) + " (" +
-              e.what() + ")";
+      error = MalformedJson(position, e);
     }
     return false;
   }

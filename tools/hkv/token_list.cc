@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hkv/limits.h"
+#include "token_json.h"
 
 namespace hkv::cli {
 namespace {
@@ -22,8 +23,8 @@ class TokenSax final : public nlohmann::json_sax<Json> {
 
   bool number_unsigned(std::uint64_t value) override {
     if (!InArray("an integer")) return false;
-    if (value > UINT32_MAX) {
-      return Bad(std::to_string(value) + " exceeds 2^32 - 1");
+    if (std::string problem = UnsignedTokenProblem(value); !problem.empty()) {
+      return Bad(problem);
     }
     if (tokens_.size() >= kMaxTokensPerRequest) {
       return Fail("more than " + std::to_string(kMaxTokensPerRequest) +
@@ -33,14 +34,10 @@ class TokenSax final : public nlohmann::json_sax<Json> {
     return true;
   }
   bool number_integer(std::int64_t value) override {
-    // The parser reports non-negative integers as unsigned.
-    return InArray("an integer") && Bad(std::to_string(value) + " is negative");
+    return InArray("an integer") && Bad(NegativeTokenProblem(value));
   }
   bool number_float(double /*value*/, const std::string& text) override {
-    // The parser also reports integers beyond 64 bits as floats.
-    const bool integral = text.find_first_of(".eE") == std::string::npos;
-    return InArray("a number") &&
-           Bad(text + (integral ? " exceeds 2^32 - 1" : " is not an integer"));
+    return InArray("a number") && Bad(FloatTokenProblem(text, text));
   }
   bool null() override { return NotAToken("null"); }
   bool boolean(bool /*value*/) override { return NotAToken("a boolean"); }
@@ -64,8 +61,7 @@ class TokenSax final : public nlohmann::json_sax<Json> {
   bool parse_error(std::size_t position, const std::string& /*last_token*/,
                    const nlohmann::detail::exception& e) override {
     if (error.empty()) {
-      error = "malformed JSON at byte " + std::to_string(position) + " (" +
-              e.what() + ")";
+      error = MalformedJson(position, e);
     }
     return false;
   }
