@@ -42,6 +42,17 @@
 
 namespace hkv {
 
+// A prefix-cache entry along a request's prefix: a block's contents up to
+// `end_tokens` tokens of the request (a page, a partial page at the
+// prompt's tail, a recurrent state after that many tokens), registered
+// under the request's key of its first end_tokens tokens in `group`.
+struct CachedEntry {
+  GroupId group{0};
+  BlockId block{0};
+  std::uint32_t end_tokens = 0;
+  friend bool operator==(const CachedEntry&, const CachedEntry&) = default;
+};
+
 class CacheManager {
  public:
   // Fails with the config's validation error.
@@ -151,6 +162,16 @@ class CacheManager {
   // it, in block order: what a mirror fed by this cache's KV events holds.
   // O(num_blocks + keys).
   std::vector<std::pair<GroupId, BlockHash>> CachedKeys() const;
+  // For an offload connector (hkv/tier_connector.h): whether some block
+  // holds `key` in `group`. O(1) expected.
+  bool HoldsEntry(GroupId group, const BlockHash& key) const;
+  // The entries the cache holds along the request's prefix, by group, then
+  // position: for each of its hash-unit boundaries and each group, a block
+  // holding the request's key there (its own or another request's), what
+  // an offload tier stores for the request. Valid until the next mutating
+  // call. REQUIRES: the request keyed with key_scheme().
+  // O(tokens / hash unit x groups).
+  std::vector<CachedEntry> CachedEntries(const Request& request) const;
   // The request's block table in `group`, valid until the next mutating
   // call. REQUIRES: the request holds blocks.
   std::span<const BlockId> block_table(RequestId id, GroupId group) const;

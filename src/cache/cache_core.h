@@ -55,6 +55,10 @@ class CacheCore {
   std::vector<std::uint64_t> CachedBlocksPerGroup() const;
   std::vector<std::pair<GroupId, BlockHash>> CachedKeys() const;
 
+  // The connector's queries (cache/cache_entries.cc).
+  bool HoldsEntry(GroupId group, const BlockHash& key) const;
+  std::vector<CachedEntry> CachedEntries(const Request& request) const;
+
   bool HoldsBlocks(RequestId id) const { return requests_.contains(id); }
   std::span<const BlockId> block_table(RequestId id, GroupId group) const;
   BlockPool& pool() { return pool_; }

@@ -77,6 +77,13 @@ std::vector<std::pair<GroupId, BlockHash>> CacheManager::CachedKeys() const {
 std::vector<std::uint64_t> CacheManager::CachedBlocksPerGroup() const {
   return impl_->core.CachedBlocksPerGroup();
 }
+bool CacheManager::HoldsEntry(GroupId group, const BlockHash& key) const {
+  return impl_->core.HoldsEntry(group, key);
+}
+std::vector<CachedEntry> CacheManager::CachedEntries(
+    const Request& request) const {
+  return impl_->core.CachedEntries(request);
+}
 std::span<const BlockId> CacheManager::block_table(RequestId id,
                                                    GroupId group) const {
   return impl_->core.block_table(id, group);

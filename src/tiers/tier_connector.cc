@@ -1,0 +1,143 @@
+#include "hkv/tier_connector.h"
+
+#include <algorithm>
+#include <map>
+
+#include "tiers/tier_reach.h"
+
+namespace hkv {
+namespace {
+
+// Whether the chain's group holds a part for every entry.
+bool Covers(const KnownGroup* known, const std::vector<CachedEntry>& entries) {
+  if (known == nullptr) return false;
+  return std::all_of(entries.begin(), entries.end(), [&](const CachedEntry& e) {
+    return std::find(known->groups.begin(), known->groups.end(), e.group) !=
+           known->groups.end();
+  });
+}
+
+}  // namespace
+
+struct TierConnector::Impl {
+  internal::TierReach reach;
+  TierChain* chain;
+  ConnectorCounters counters = {};
+
+  const KnownGroup* Find(const BlockHash& key) const {
+    return chain->Find(key);
+  }
+};
+
+Result<TierConnector> TierConnector::Create(const CacheConfig& config,
+                                            TierChain& chain) {
+  if (Result<void> valid = config.Validate(); !valid)
+    return tl::unexpected(valid.error());
+  auto impl = std::make_unique<Impl>(
+      Impl{.reach = internal::TierReach(config), .chain = &chain});
+  return TierConnector(std::move(impl));
+}
+
+TierConnector::TierConnector(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+TierConnector::TierConnector(TierConnector&&) noexcept = default;
+TierConnector& TierConnector::operator=(TierConnector&&) noexcept = default;
+TierConnector::~TierConnector() = default;
+
+TierHit TierConnector::Lookup(const CacheManager& cache,
+                              const Request& request) {
+  ++impl_->counters.lookups;
+  const TierHit out = impl_->reach.Lookup(
+      cache, request,
+      [this](const BlockHash& key) { return impl_->Find(key); });
+  if (out.num_external_tokens > 0) {
+    ++impl_->counters.extended_lookups;
+    impl_->counters.external_tokens += out.num_external_tokens;
+  }
+  return out;
+}
+
+TierLoad TierConnector::Load(const CacheManager& cache, const Request& request,
+                             const TierHit& hit) {
+  TierLoad out;
+  if (hit.num_external_tokens == 0) {
+    out.state = LoadState::kDone;
+    return out;
+  }
+  const std::vector<internal::NeededPart> needs =
+      impl_->reach.Needs(cache, request, hit);
+  const std::uint32_t unit = impl_->reach.config().keys.hash_unit;
+  std::vector<std::uint32_t> ends;
+  for (const internal::NeededPart& need : needs)
+    ends.push_back(need.end_tokens);
+  std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  std::vector<BlockHash> keys;
+  for (std::uint32_t end : ends) keys.push_back(request.keys()[end / unit - 1]);
+  std::vector<std::optional<ObjectGroup>> groups = impl_->chain->Load(keys);
+  std::map<std::uint32_t, ObjectGroup*> by_end;
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    if (groups[i]) by_end[ends[i]] = &*groups[i];
+  }
+  for (const auto& group : groups) {
+    if (!group) continue;
+    for (const ObjectPart& part : group->parts)
+      out.bytes_read += part.bytes.size();
+  }
+  for (const internal::NeededPart& need : needs) {
+    auto it = by_end.find(need.end_tokens);
+    const ObjectPart* part = nullptr;
+    if (it != by_end.end() && it->second->end_tokens == need.end_tokens) {
+      for (const ObjectPart& p : it->second->parts)
+        if (p.group == need.group) part = &p;
+    }
+    if (part == nullptr) {
+      ++impl_->counters.loads_failed;
+      return {.state = LoadState::kFailed,
+              .parts = {},
+              .bytes_read = out.bytes_read};
+    }
+    out.parts.push_back({.group = need.group,
+                         .block = need.block,
+                         .end_tokens = need.end_tokens,
+                         .bytes = part->bytes});
+  }
+  ++impl_->counters.loads_done;
+  out.state = LoadState::kDone;
+  return out;
+}
+
+std::size_t TierConnector::Store(const CacheManager& cache,
+                                 const Request& request,
+                                 const BlockReader& read) {
+  const std::uint32_t unit = impl_->reach.config().keys.hash_unit;
+  std::map<std::uint32_t, std::vector<CachedEntry>> by_end;
+  for (const CachedEntry& entry : cache.CachedEntries(request))
+    by_end[entry.end_tokens].push_back(entry);
+  std::vector<ObjectGroup> groups;
+  for (auto& [end, entries] : by_end) {
+    const BlockHash& key = request.keys()[end / unit - 1];
+    std::sort(entries.begin(), entries.end(),
+              [](const CachedEntry& a, const CachedEntry& b) {
+                return ToIndex(a.group) < ToIndex(b.group);
+              });
+    entries.erase(std::unique(entries.begin(), entries.end(),
+                              [](const CachedEntry& a, const CachedEntry& b) {
+                                return a.group == b.group;
+                              }),
+                  entries.end());
+    if (Covers(impl_->chain->Find(key), entries)) continue;
+    ObjectGroup group{.key = key, .end_tokens = end};
+    for (const CachedEntry& entry : entries)
+      group.parts.push_back(
+          {.group = entry.group, .bytes = read(entry.group, entry.block)});
+    groups.push_back(std::move(group));
+  }
+  const std::size_t stored = impl_->chain->Store(groups);
+  impl_->counters.groups_stored += stored;
+  return stored;
+}
+
+ConnectorCounters TierConnector::counters() const { return impl_->counters; }
+
+}  // namespace hkv

@@ -1,0 +1,117 @@
+#include "tiers/tier_reach.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "cache/residency_mirror.h"
+#include "check.h"
+#include "hkv/group_spec.h"
+
+namespace hkv::internal {
+namespace {
+
+std::uint32_t MaxHitLength(const CacheConfig& config, const Request& request) {
+  const std::uint32_t n = std::min(request.num_tokens(), config.max_model_len);
+  return n > 0 ? n - 1 : 0;
+}
+
+bool HasGroup(const KnownGroup* known, GroupId group) {
+  return known != nullptr &&
+         std::find(known->groups.begin(), known->groups.end(), group) !=
+             known->groups.end();
+}
+
+// Every entry the GPU or the tier holds for the request's first
+// `max_units` units, in one mirror; none when the tier holds nothing at or
+// past unit `from_unit`.
+std::unique_ptr<ResidencyMirror> UnionMirror(const CacheConfig& config,
+                                             const CacheManager& cache,
+                                             const Request& request,
+                                             const KnownGroupOf& known,
+                                             std::uint32_t from_unit,
+                                             std::uint32_t max_units) {
+  const std::span<const BlockHash> keys = request.keys();
+  bool beyond = false;
+  for (std::uint32_t u = from_unit; u < max_units && !beyond; ++u)
+    beyond = known(keys[u]) != nullptr;
+  if (!beyond) return nullptr;
+  std::vector<PrefixKey> held;
+  const std::uint32_t unit = config.keys.hash_unit;
+  for (std::uint32_t u = 0; u < max_units; ++u) {
+    const KnownGroup* there = known(keys[u]);
+    if (there != nullptr && there->end_tokens != (u + 1) * unit)
+      there = nullptr;  // an entry of another boundary: not this one
+    for (std::uint32_t g = 0; g < config.groups.size(); ++g) {
+      const GroupId group{g};
+      if (HasGroup(there, group) || cache.HoldsEntry(group, keys[u]))
+        held.push_back({.hash = keys[u], .group = group});
+    }
+  }
+  auto mirror = std::make_unique<ResidencyMirror>(
+      config,
+      static_cast<std::uint32_t>(std::max<std::size_t>(held.size(), 1)));
+  for (const PrefixKey& key : held) mirror->Store(key);
+  return mirror;
+}
+
+}  // namespace
+
+TierReach::TierReach(const CacheConfig& config)
+    : config_(config), geometry_(ResolveGeometry(config)) {}
+
+TierHit TierReach::Lookup(const CacheManager& cache, const Request& request,
+                          const KnownGroupOf& known) const {
+  HKV_REQUIRE(request.key_scheme() == cache.key_scheme(),
+              "the request is keyed with another scheme than the cache");
+  TierHit out{.hit = cache.Lookup(request)};
+  out.gpu_tokens = out.hit.num_tokens;
+  const std::uint32_t unit = config_.keys.hash_unit;
+  const std::uint32_t block = geometry_.facts.scheduler_block;
+  const std::uint32_t max_length = MaxHitLength(config_, request);
+  const std::uint32_t cut = out.gpu_tokens / block * block;
+  const std::uint32_t max_units = std::min<std::uint32_t>(
+      max_length / unit, static_cast<std::uint32_t>(request.keys().size()));
+  const auto mirror =
+      UnionMirror(config_, cache, request, known, cut / unit, max_units);
+  if (!mirror) return out;
+  const CacheHit reach = mirror->FindLongestHit(request.keys(), max_length);
+  if (reach.num_tokens <= out.gpu_tokens) return out;
+  out.hit = cache.TruncateHit(out.hit, cut);
+  out.num_external_tokens = reach.num_tokens - cut;
+  return out;
+}
+
+std::vector<NeededPart> TierReach::Needs(const CacheManager& cache,
+                                         const Request& request,
+                                         const TierHit& hit) const {
+  const std::uint32_t from = hit.hit.num_tokens;
+  const std::uint32_t to = from + hit.num_external_tokens;
+  std::vector<NeededPart> needs;
+  if (hit.num_external_tokens == 0) return needs;
+  for (std::uint32_t g = 0; g < config_.groups.size(); ++g) {
+    const GroupSpec& spec = config_.groups[g];
+    if (!IsPrefixCacheable(spec)) continue;
+    const GroupId group{g};
+    const std::uint32_t b = geometry_.groups[g].block_size;
+    const std::span<const BlockId> table =
+        cache.block_table(request.id(), group);
+    const std::size_t last = (std::size_t{to} + b - 1) / b;  // slots < last
+    HKV_REQUIRE(table.size() >= last,
+                "the request's blocks cover the external tokens (Allocate "
+                "with this hit first)");
+    // A recurrent group needs only its state at the end.
+    const std::size_t first =
+        spec.kind == GroupKind::kRecurrent ? last - 1 : from / b;
+    for (std::size_t i = first; i < last; ++i) {
+      if (table[i] == kNullBlock) continue;
+      needs.push_back(
+          {.group = group,
+           .block = table[i],
+           .end_tokens = static_cast<std::uint32_t>(
+               std::min<std::size_t>((i + 1) * std::size_t{b}, to))});
+    }
+  }
+  return needs;
+}
+
+}  // namespace hkv::internal

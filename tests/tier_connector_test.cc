@@ -1,0 +1,228 @@
+// The connector between the cache and its offload tiers: a resend after
+// the GPU copy is gone reaches, through a tier, exactly the tokens the GPU
+// hit reached (partial tails, window pages and recurrent states included),
+// and loads place every part where it belongs.
+#include "hkv/tier_connector.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hkv/deployment.h"
+#include "redis_server.h"
+#include "tier_test_util.h"
+
+namespace hkv {
+namespace {
+
+using testing::ChainOf;
+using testing::Content;
+using testing::Driver;
+using testing::Prompt;
+
+struct GeometryCase {
+  std::string preset;
+  std::string geometry;
+  DraftRewind rewind;
+};
+
+std::string Name(const ::testing::TestParamInfo<GeometryCase>& info) {
+  std::string name =
+      info.param.preset + "_" + info.param.geometry +
+      (info.param.rewind == DraftRewind::kOneUnit ? "_draft" : "_nodraft");
+  for (char& c : name) {
+    if (c == '-' || c == '/') c = '_';
+  }
+  return name;
+}
+
+CacheConfig ConfigOf(const GeometryCase& c) {
+  Result<DeploymentPreset> preset = LoadDeploymentPreset(c.preset);
+  EXPECT_TRUE(preset.has_value());
+  DeploymentSpec spec = preset->spec;
+  EXPECT_TRUE(ParsePageGeometry(c.geometry, spec).has_value());
+  spec.draft_rewind = c.rewind;
+  Result<CacheConfig> config = ResolveCacheConfig(spec);
+  EXPECT_TRUE(config.has_value()) << (config ? "" : config.error().message);
+  return *config;
+}
+
+// Every (preset, geometry) pair of the calibration file, with the presets'
+// draft and without.
+std::vector<GeometryCase> CalibrationGeometries() {
+  std::vector<GeometryCase> cases;
+  for (auto [preset, geometry] :
+       std::vector<std::pair<const char*, const char*>>{
+           {"glm53-flash-gb10x4", "256/256/256"},
+           {"glm53-flash-gb10x4", "2048/256/256"},
+           {"glm53-flash-rtx6000x4-dcp1-mtp", "2048/256/256"},
+           {"glm53-flash-rtx6000x4-dcp4-dflash", "2048/256/256"},
+           {"glm53-flash-rtx6000x4-dcp4-dflash", "2048/2048/256"}}) {
+    for (DraftRewind rewind : {DraftRewind::kOneUnit, DraftRewind::kNone})
+      cases.push_back({preset, geometry, rewind});
+  }
+  return cases;
+}
+
+class ResendThroughTierTest : public ::testing::TestWithParam<GeometryCase> {
+ protected:
+  // Sends `prompt`, stores it, drops every GPU copy and resends it: the
+  // tiers must give exactly the GPU's hit, and the load must place every
+  // part of it.
+  void ExpectResendReuses(TierChain& chain, std::uint32_t prompt_tokens) {
+    const CacheConfig config = ConfigOf(GetParam());
+    Result<CacheManager> cache = CacheManager::Create(config);
+    ASSERT_TRUE(cache.has_value());
+    Result<TierConnector> connector = TierConnector::Create(config, chain);
+    ASSERT_TRUE(connector.has_value());
+    Driver driver(config, *cache, *connector);
+    const std::vector<TokenId> prompt = Prompt(prompt_tokens, 7);
+
+    ASSERT_TRUE(driver.Run(prompt, /*store=*/true).has_value());
+    const std::uint32_t gpu_hit = driver.GpuHit(prompt);
+    ASSERT_GT(gpu_hit, 0u);
+    ASSERT_TRUE(cache->ResetPrefixCache());
+    ASSERT_EQ(driver.GpuHit(prompt), 0u);
+
+    std::optional<testing::Served> resend = driver.Run(prompt, false);
+    ASSERT_TRUE(resend.has_value());
+    EXPECT_EQ(resend->gpu_tokens, 0u);
+    EXPECT_EQ(resend->reused_tokens, gpu_hit) << "prompt of " << prompt_tokens;
+    EXPECT_EQ(resend->load, LoadState::kDone);
+    // And again: through the GPU, or the tiers where the GPU did not
+    // register the loaded state again.
+    std::optional<testing::Served> again = driver.Run(prompt, false);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->reused_tokens, gpu_hit);
+  }
+};
+
+TEST_P(ResendThroughTierTest, ThroughTheHostTier) {
+  for (std::uint32_t tokens : {5000u, 4097u, 2048u + 700u, 700u}) {
+    TierChain chain = ChainOf(MakeHostStore(std::uint64_t{1} << 30));
+    ExpectResendReuses(chain, tokens);
+  }
+}
+
+TEST_P(ResendThroughTierTest, ThroughRedis) {
+  hkv::testing::RedisServer server;
+  ASSERT_TRUE(server.Start());
+  for (std::uint32_t tokens : {5000u, 2048u + 700u}) {
+    Result<std::unique_ptr<ObjectStore>> redis = MakeRedisStore(
+        {.port = server.port(), .timeout = std::chrono::milliseconds(1000)});
+    ASSERT_TRUE(redis.has_value());
+    TierChain chain = ChainOf(std::move(*redis));
+    ExpectResendReuses(chain, tokens);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CalibrationGeometries, ResendThroughTierTest,
+                         ::testing::ValuesIn(CalibrationGeometries()), Name);
+
+// A small hybrid: full attention in 64-token pages, a window of 128 and a
+// recurrent state every 64 tokens, hashed at 16 (partial tails).
+CacheConfig SmallHybrid() {
+  return {.groups = {{.block_size = 64},
+                     {.kind = GroupKind::kSlidingWindow,
+                      .block_size = 64,
+                      .sliding_window = 128},
+                     {.kind = GroupKind::kRecurrent, .block_size = 64}},
+          .num_blocks = 4096,
+          .keys = {.hash_unit = 16}};
+}
+
+// Redis killed in the middle of a run: the run finishes, lookups that the
+// directory still extends fail their loads and fall back to what the GPU
+// holds, and nothing wrong is reused (the driver checks every loaded part).
+// Restarted, the tier takes objects again and serves them.
+TEST(TierFaultTest, RedisKilledMidRunThenRestarted) {
+  hkv::testing::RedisServer server;
+  ASSERT_TRUE(server.Start());
+  Result<std::unique_ptr<ObjectStore>> redis =
+      MakeRedisStore({.port = server.port(),
+                      .timeout = std::chrono::milliseconds(200),
+                      .reconnect_interval = std::chrono::milliseconds(20)});
+  ASSERT_TRUE(redis.has_value());
+  TierChain chain = ChainOf(std::move(*redis));
+  const CacheConfig config = SmallHybrid();
+  Result<CacheManager> cache = CacheManager::Create(config);
+  Result<TierConnector> connector = TierConnector::Create(config, chain);
+  ASSERT_TRUE(cache && connector);
+  Driver driver(config, *cache, *connector);
+
+  std::vector<std::vector<TokenId>> prompts;
+  std::vector<std::uint32_t> gpu_hits;
+  for (std::uint32_t i = 0; i < 8; ++i) {
+    if (i == 4) server.Kill();
+    prompts.push_back(Prompt(300 + 37 * i, i + 1));
+    ASSERT_TRUE(driver.Run(prompts.back(), /*store=*/true).has_value());
+    gpu_hits.push_back(driver.GpuHit(prompts.back()));
+  }
+  ASSERT_TRUE(cache->ResetPrefixCache());
+  for (std::uint32_t i = 0; i < 8; ++i) {
+    std::optional<testing::Served> served = driver.Run(prompts[i], false);
+    ASSERT_TRUE(served.has_value());
+    EXPECT_EQ(served->reused_tokens, 0u) << "prompt " << i;
+  }
+  EXPECT_GE(connector->counters().loads_failed, 4u);  // stored before the kill
+  EXPECT_EQ(connector->counters().loads_done, 0u);
+  EXPECT_GT(chain.counters()[0].store_errors, 0u);
+
+  ASSERT_TRUE(server.Restart());
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  ASSERT_TRUE(cache->ResetPrefixCache());
+  ASSERT_TRUE(driver.Run(prompts[0], /*store=*/true).has_value());
+  ASSERT_TRUE(cache->ResetPrefixCache());
+  std::optional<testing::Served> served = driver.Run(prompts[0], false);
+  ASSERT_TRUE(served.has_value());
+  EXPECT_EQ(served->reused_tokens, gpu_hits[0]);
+  EXPECT_EQ(served->load, LoadState::kDone);
+  EXPECT_GE(chain.counters()[0].store.reconnects, 1u);
+}
+
+// An object dropped between the lookup and the load (evicted, or refused
+// by its checks) fails the load; the retry's lookup no longer counts it.
+TEST(TierFaultTest, AGroupGoneBeforeTheLoadFailsItAndIsForgotten) {
+  std::unique_ptr<ObjectStore> host = MakeHostStore(std::uint64_t{1} << 30);
+  ObjectStore* raw = host.get();
+  TierChain chain = ChainOf(std::move(host));
+  const CacheConfig config = SmallHybrid();
+  Result<CacheManager> cache = CacheManager::Create(config);
+  Result<TierConnector> connector = TierConnector::Create(config, chain);
+  ASSERT_TRUE(cache && connector);
+  Driver driver(config, *cache, *connector);
+  const std::vector<TokenId> prompt = Prompt(1000, 3);
+  ASSERT_TRUE(driver.Run(prompt, true).has_value());
+  const std::uint32_t gpu_hit = driver.GpuHit(prompt);
+  ASSERT_TRUE(cache->ResetPrefixCache());
+  // Flip a byte in every stored object past the first 512 tokens.
+  Result<std::vector<std::string>> names = raw->List("hkv-", 1000);
+  ASSERT_TRUE(names.has_value());
+  Request probe({.id = RequestId{77}}, prompt, cache->key_scheme());
+  for (std::uint32_t end = 512 + 16; end <= 1000; end += 16) {
+    const std::string name =
+        ObjectName(chain.namespace_digest(), probe.keys()[end / 16 - 1]);
+    ObjectRead read = raw->Get(name);
+    if (read.status != StoreStatus::kOk) continue;
+    read.bytes.back() ^= 1;
+    raw->Put(name, read.bytes);
+  }
+  std::optional<testing::Served> served = driver.Run(prompt, false);
+  ASSERT_TRUE(served.has_value());
+  EXPECT_EQ(connector->counters().loads_failed, 1u);
+  EXPECT_EQ(served->load, LoadState::kDone);  // the retry
+  // The recurrent states kept lie past 512 (the prompt's last checkpoints):
+  // with those refused, nothing before them is resumable.
+  EXPECT_EQ(served->reused_tokens, 0u);
+  EXPECT_GT(gpu_hit, 512u);
+  EXPECT_GT(chain.counters()[0]
+                .defects[static_cast<std::size_t>(ObjectDefect::kBadChecksum)],
+            0u);
+}
+
+}  // namespace
+}  // namespace hkv
