@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,8 +59,10 @@ class Driver {
   Driver(const CacheConfig& config, CacheManager& cache,
          TierConnector& connector)
       : cache_(cache), connector_(connector) {
-    for (const GroupSpec& group : config.groups)
+    for (const GroupSpec& group : config.groups) {
       recurrent_.push_back(group.kind == GroupKind::kRecurrent);
+      block_sizes_.push_back(group.block_size);  // recurrent: not sharded
+    }
   }
 
   std::uint32_t GpuHit(const std::vector<TokenId>& prompt) const {
@@ -125,6 +128,7 @@ class Driver {
           memory_[{ToIndex(part.group), ToIndex(part.block)}] = part.bytes;
         cache_.Commit(r, th.hit.num_tokens + th.num_external_tokens);
         ExpectEntriesHold(r, th.hit.num_tokens, done);
+        ExpectStatesLoaded(r, done);
       }
       first = false;
       Compute(r, done, done + n);
@@ -173,6 +177,22 @@ class Driver {
     }
   }
 
+  // Every recurrent group's next step reads the state at `end`: the first
+  // block placed at or after the slot of the state after `end` tokens.
+  void ExpectStatesLoaded(const Request& r, std::uint32_t end) {
+    for (std::uint32_t g = 0; g < block_sizes_.size(); ++g) {
+      if (!recurrent_[g]) continue;
+      const std::span<const BlockId> table =
+          cache_.block_table(r.id(), GroupId{g});
+      std::size_t i = (end + block_sizes_[g] - 1) / block_sizes_[g] - 1;
+      while (i < table.size() && table[i] == kNullBlock) ++i;
+      ASSERT_LT(i, table.size()) << "group " << g;
+      EXPECT_EQ((memory_[{g, ToIndex(table[i])}]),
+                Content(GroupId{g}, end, KeyAt(r, end)))
+          << "group " << g << " state at " << end;
+    }
+  }
+
   // The boundary a Content string names; 0 for none.
   static std::uint32_t EndOf(const std::string& content) {
     const std::size_t at = content.find('@');
@@ -187,6 +207,7 @@ class Driver {
   CacheManager& cache_;
   TierConnector& connector_;
   std::vector<bool> recurrent_;  // by group
+  std::vector<std::uint32_t> block_sizes_;
   std::uint64_t next_id_ = 1;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> memory_;
 };

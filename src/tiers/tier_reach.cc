@@ -99,10 +99,19 @@ std::vector<NeededPart> TierReach::Needs(const CacheManager& cache,
     HKV_REQUIRE(table.size() >= last,
                 "the request's blocks cover the external tokens (Allocate "
                 "with this hit first)");
-    // A recurrent group needs only its state at the end.
-    const std::size_t first =
-        spec.kind == GroupKind::kRecurrent ? last - 1 : from / b;
-    for (std::size_t i = first; i < last; ++i) {
+    if (spec.kind == GroupKind::kRecurrent) {
+      // Only the state at the end, in the block the step reads it from and
+      // advances: the first one placed at or after the end's slot (the
+      // earlier slots are null; a GPU hit's state would be copied there).
+      const std::span<const BlockId> after = table.subspan(last - 1);
+      const auto placed =
+          std::find_if(after.begin(), after.end(),
+                       [](BlockId id) { return id != kNullBlock; });
+      if (placed != after.end())
+        needs.push_back({.group = group, .block = *placed, .end_tokens = to});
+      continue;
+    }
+    for (std::size_t i = from / b; i < last; ++i) {
       if (table[i] == kNullBlock) continue;
       needs.push_back(
           {.group = group,

@@ -43,7 +43,10 @@ class TierReach {
                  const KnownGroupOf& known) const;
 
   // What the blocks Allocate placed for `hit`'s external tokens need, by
-  // group then position. REQUIRES: that allocation succeeded.
+  // group then position: pages past the cut (window groups only those
+  // still placed), and a recurrent group's state at the end, in the block
+  // its next step reads and advances (the first placed at or after the
+  // end's slot). REQUIRES: that allocation succeeded.
   std::vector<NeededPart> Needs(const CacheManager& cache,
                                 const Request& request,
                                 const TierHit& hit) const;
