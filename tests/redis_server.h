@@ -66,7 +66,6 @@ class RedisServer {
   [[nodiscard]] std::string Send(std::string_view command) const;
 
   [[nodiscard]] std::uint16_t port() const { return port_; }
-  [[nodiscard]] bool running() const { return pid_ > 0; }
 
  private:
   // Starts the server at port_ and waits for it; false if it exits first.

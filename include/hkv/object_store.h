@@ -62,7 +62,10 @@ class ObjectStore {
   // "host", "file" or "redis".
   virtual std::string_view kind() const = 0;
   // Publishes `object` under `name`, replacing any: a reader sees the old
-  // whole object or the new whole one, never a mix or a prefix.
+  // whole object or the new whole one, never a mix or a prefix. After
+  // kError the old one is still there, except where the store cannot know:
+  // a Redis SET sent before the connection failed, or a file renamed into
+  // place before its directory's fsync failed (then the new whole one).
   virtual StoreStatus Put(std::string_view name, std::string_view object) = 0;
   // Several at once (one pipelined round trip on Redis); one status each,
   // in order.
@@ -99,7 +102,9 @@ enum class FsyncPolicy {
 struct FileStoreOptions {
   std::string directory;  // created if missing
   FsyncPolicy fsync = FsyncPolicy::kNone;
-  // Bytes the store may hold; past them the oldest files are removed.
+  // Bytes the store may hold; past them the oldest written files are
+  // removed (reads do not refresh them). An empty directory is
+  // kInvalidArgument.
   std::uint64_t capacity_bytes = std::uint64_t{1} << 40;
 };
 
@@ -124,7 +129,9 @@ struct RedisStoreOptions {
 // A Redis server reached with hiredis; objects are string values. A lost
 // server turns calls into kError (counted) and is re-connected to on a
 // later call. Connects lazily: creating never fails for an unreachable
-// server; kInvalidArgument for an empty host or port 0.
+// server; kInvalidArgument for an empty host, port 0, a timeout of 0 or
+// less (0 would wait forever) or a negative reconnect interval. A host
+// name's DNS lookup is not bounded by the timeout: give an address.
 [[nodiscard]] Result<std::unique_ptr<ObjectStore>> MakeRedisStore(
     const RedisStoreOptions& options);
 
