@@ -224,5 +224,36 @@ TEST(TierFaultTest, AGroupGoneBeforeTheLoadFailsItAndIsForgotten) {
             0u);
 }
 
+// Misuse is refused before anything changes.
+TEST(TierConnectorMisuseTest, RefusesCallsOutOfOrderOrForAnotherCache) {
+  TierChain chain = ChainOf(MakeHostStore(std::uint64_t{1} << 20));
+  const CacheConfig config = SmallHybrid();
+  Result<CacheManager> cache = CacheManager::Create(config);
+  Result<TierConnector> connector = TierConnector::Create(config, chain);
+  ASSERT_TRUE(cache && connector);
+  Driver driver(config, *cache, *connector);
+  const std::vector<TokenId> prompt = Prompt(500, 1);
+  ASSERT_TRUE(driver.Run(prompt, true).has_value());
+  ASSERT_TRUE(cache->ResetPrefixCache());
+  const Request r({.id = RequestId{50}}, prompt, cache->key_scheme());
+  const TierHit th = connector->Lookup(*cache, r);
+  ASSERT_GT(th.num_external_tokens, 0u);
+  // A load before the allocation that places its blocks.
+  EXPECT_THROW((void)connector->Load(*cache, r, th), UsageError);
+  EXPECT_EQ(
+      connector->counters().loads_done + connector->counters().loads_failed,
+      0u);
+  // A request keyed for another cache.
+  Result<KeyScheme> other = MakeKeyScheme({.hash_unit = 32});
+  ASSERT_TRUE(other.has_value());
+  const Request foreign({.id = RequestId{51}}, prompt, *other);
+  EXPECT_THROW((void)connector->Lookup(*cache, foreign), UsageError);
+  // An invalid config.
+  EXPECT_FALSE(TierConnector::Create(CacheConfig{}, chain).has_value());
+  // A hit without external tokens loads nothing.
+  const TierHit plain{};
+  EXPECT_EQ(connector->Load(*cache, r, plain).state, LoadState::kDone);
+}
+
 }  // namespace
 }  // namespace hkv
