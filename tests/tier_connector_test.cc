@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +30,12 @@ struct GeometryCase {
   std::string geometry;
   DraftRewind rewind;
 };
+
+void PrintTo(const GeometryCase& c, std::ostream* out) {
+  *out << c.preset << " at " << c.geometry
+       << (c.rewind == DraftRewind::kOneUnit ? " with" : " without")
+       << " a draft's rewind";
+}
 
 std::string Name(const ::testing::TestParamInfo<GeometryCase>& info) {
   std::string name =

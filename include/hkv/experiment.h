@@ -74,6 +74,8 @@ struct ExperimentOptions {
   // A cluster: engines behind a router (SimulationOptions::instances).
   std::uint32_t instances = 1;
   std::string router = "round-robin";  // Router: ParseRouter's names
+  // Offload tiers: ParseTierChain's chains, joined in order.
+  std::vector<std::string> tiers = {};
   std::uint32_t spec_drafts = 0;
   double spec_acceptance = 0.0;
   std::uint32_t spec_lookahead = 0;

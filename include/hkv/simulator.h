@@ -39,6 +39,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -84,6 +85,49 @@ enum class Router {
 [[nodiscard]] Result<Router> ParseRouter(std::string_view text);
 std::string_view RouterName(Router router);
 
+// A modelled offload tier (docs/tiers.md): the simulator writes no bytes;
+// each tier holds object groups up to its capacity, least recently used
+// out first, and a load costs the kind's link (TierLinkOf).
+enum class TierKind { kHost, kDisk, kRemote };
+
+struct TierSpec {
+  TierKind kind = TierKind::kHost;
+  std::uint64_t capacity_bytes = 0;
+};
+
+// host, disk, redis.
+std::string_view TierName(TierKind kind);
+
+// A chain, in order: "KIND:SIZE" items joined by '+' ("host:64GiB+redis:
+// 512GiB", KIND host, disk or file, redis; SIZE as ParseByteSize), or
+// "none" / "" for no tier. kInvalidArgument otherwise; real tiers' names
+// (file:DIR, redis://HOST:PORT) are refused with the reason.
+[[nodiscard]] Result<std::vector<TierSpec>> ParseTierChain(
+    std::string_view text);
+
+// A tier kind's link to the GPU: typical published figures, not fitted
+// (sources in tier_model.cc and docs/tiers.md).
+struct TierLink {
+  double bytes_per_s = 0.0;
+  double latency_s = 0.0;  // per load from the tier
+};
+TierLink TierLinkOf(TierKind kind);
+
+// What one tier of a run did. A load's external tokens count at the
+// deepest tier that served one of its object groups.
+struct TierFigures {
+  std::string name;
+  std::uint64_t capacity_bytes = 0;
+  std::uint64_t hit_tokens = 0;
+  std::uint64_t loads = 0;        // loads this tier served a group of
+  std::uint64_t load_groups = 0;  // object groups read from it
+  std::uint64_t load_bytes = 0;
+  double load_s = 0.0;  // modelled transfer time of those reads
+  std::uint64_t stored_groups = 0;
+  std::uint64_t stored_bytes = 0;
+  std::uint64_t evicted_groups = 0;
+};
+
 struct SimulationOptions {
   CacheConfig cache = {};
   CostModel cost = {};
@@ -112,6 +156,9 @@ struct SimulationOptions {
   // 1 to 1024. With more than one, kv_events must be null.
   std::uint32_t instances = 1;
   Router router = Router::kRoundRobin;
+  // Offload tiers, in chain order (each instance's own; a cluster's redis
+  // tiers are one store shared by the instances). They need page_bytes.
+  std::vector<TierSpec> tiers = {};
 
   // kInvalidArgument naming the field: the cache config's own errors, a
   // budget, seat count or concurrency of 0, an acceptance rate outside
@@ -255,6 +302,11 @@ struct SimulationResult {
   // usage the instances' mean and peak); manager call times, steps'
   // shapes and the usage and residency series are not kept.
   std::optional<ClusterFigures> cluster = std::nullopt;
+  // Offload tiers, in chain order (empty without). Tokens they supplied
+  // are in reused_tokens too; their load times are in the TTFTs.
+  std::vector<TierFigures> tiers = {};
+  std::uint64_t tier_loads = 0;
+  double tier_load_s = 0.0;  // summed over loads (each the sum of its reads)
 };
 
 // Simulates `workload` under `options`.

@@ -32,6 +32,31 @@ void Add(PrefixCacheStats& to, const PrefixCacheStats& from) {
   Add(to.evicted, from.evicted);
 }
 
+// An instance's tier figures into the cluster's: summed, but for the
+// evictions of a shared (redis) tier, which every instance reports alike.
+void AddTiers(SimulationResult& to, const SimulationResult& from) {
+  if (to.tiers.empty()) {
+    to.tiers = from.tiers;
+  } else {
+    for (std::size_t t = 0; t < to.tiers.size(); ++t) {
+      TierFigures& a = to.tiers[t];
+      const TierFigures& b = from.tiers[t];
+      a.hit_tokens += b.hit_tokens;
+      a.loads += b.loads;
+      a.load_groups += b.load_groups;
+      a.load_bytes += b.load_bytes;
+      a.load_s += b.load_s;
+      a.stored_groups += b.stored_groups;
+      a.stored_bytes += b.stored_bytes;
+      a.evicted_groups = a.name == TierName(TierKind::kRemote)
+                             ? std::max(a.evicted_groups, b.evicted_groups)
+                             : a.evicted_groups + b.evicted_groups;
+    }
+  }
+  to.tier_loads += from.tier_loads;
+  to.tier_load_s += from.tier_load_s;
+}
+
 // One engine's share of the arrivals: what the router sent it, in order.
 class RoutedArrivals final : public ArrivalFeed {
  public:
@@ -119,6 +144,14 @@ class Cluster {
         options_.instances);
     if (!index) return tl::unexpected(index.error());
     index_ = std::move(*index);
+    // Redis tiers: one store the instances share; the others their own.
+    std::vector<TierStoreModel*> shared;
+    for (const TierSpec& spec : options_.tiers) {
+      shared.push_back(nullptr);
+      if (spec.kind != TierKind::kRemote) continue;
+      shared_tiers_.push_back(std::make_unique<TierStoreModel>(spec));
+      shared.back() = shared_tiers_.back().get();
+    }
     for (std::uint32_t i = 0; i < options_.instances; ++i) {
       Result<CacheManager> cache = CacheManager::Create(config);
       if (!cache) return tl::unexpected(cache.error());
@@ -126,6 +159,10 @@ class Cluster {
                     .engine = nullptr};
       member.engine = std::make_unique<Engine>(std::move(*cache), workload_,
                                                options_, *member.feed);
+      if (!options_.tiers.empty()) {
+        member.engine->UseTiers(std::make_unique<TierModel>(
+            options_.tiers, options_.page_bytes, shared));
+      }
       member.engine->SetEventSink([this, i](std::vector<KvEvent> events,
                                             double) {
         // The engines' own events: a group they lack cannot occur.
@@ -208,6 +245,7 @@ class Cluster {
       out.usage_mean += part.usage_mean / static_cast<double>(parts.size());
       out.usage_peak = std::max(out.usage_peak, part.usage_peak);
       figures_.per_instance[i].reused_tokens = part.reused_tokens;
+      AddTiers(out, part);
       if (out.groups.empty()) {
         out.groups = part.groups;
       } else {
@@ -310,6 +348,8 @@ class Cluster {
   const SimulationOptions& options_;
   Arrivals arrivals_;
   std::unique_ptr<ClusterIndex> index_;
+  // Tiers the instances share; before members_, whose engines use them.
+  std::vector<std::unique_ptr<TierStoreModel>> shared_tiers_;
   std::vector<Member> members_;
   std::vector<std::size_t> routed_;  // instance, by workload index
   std::size_t next_round_robin_ = 0;

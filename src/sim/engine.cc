@@ -70,7 +70,7 @@ Result<void> Engine::Step() {
     if (Result<void> ok = ScheduleWaiting(); !ok) return ok;
   }
   if (scheduled_.empty()) {
-    if (*preempted) return {};
+    if (*preempted || WaitForLoads()) return {};
     return tl::unexpected(
         Infeasible(waiting_.empty() ? running_.front() : waiting_.front(),
                    "cannot be scheduled"));
@@ -130,6 +130,7 @@ std::uint32_t Engine::DecodeDrafts(std::size_t index) const {
 
 Result<bool> Engine::ScheduleOne(std::size_t i) {
   const std::size_t index = running_[i];
+  if (Loading(index)) return true;
   Live& live = lives_[index];
   const Request& r = *live.request;
   // A decode feeds the last sampled token; a prompt's last token (after a
@@ -179,6 +180,8 @@ void Engine::Preempt(std::size_t index) {
   Timed(ManagerCall::kFree, live.hit_class,
         [&] { cache_.Free(RequestId{index}); });
   live.computed = 0;
+  live.ready_s = 0.0;
+  live.pending_commit = false;
   running_.pop_back();
   waiting_.push_front(index);
   ++result_.preemptions;
@@ -240,19 +243,22 @@ Result<void> Engine::ScheduleWaiting() {
          running_.size() < options_.limits.max_num_seqs) {
     const std::size_t index = waiting_.front();
     Live& live = lives_[index];
-    const CacheHit hit = Lookup(index);
+    const TierHit th = Lookup(index);
+    const CacheHit& hit = th.hit;
+    const std::uint32_t start = hit.num_tokens + th.num_external_tokens;
     live.decoding = false;
     live.drafts = 0;
     live.scheduled = NextPrefillChunk(
         cache_, *live.request,
-        {.num_computed_tokens = hit.num_tokens,
+        {.num_computed_tokens = start,
          .budget_left = budget_left_,
          .max_num_batched_tokens = options_.limits.max_num_batched_tokens,
          .long_prefill_threshold = options_.limits.long_prefill_threshold,
          .shared_prefix_boundary = hit.shared_prefix_boundary});
     if (live.scheduled == 0) break;
     if (!Allocate(index,
-                  {.num_new_tokens = live.scheduled,
+                  {.num_external_computed_tokens = th.num_external_tokens,
+                   .num_new_tokens = live.scheduled,
                    .num_lookahead_tokens = options_.speculation.lookahead_slots,
                    .hit = &hit})) {
       if (!running_.empty()) break;
@@ -261,25 +267,29 @@ Result<void> Engine::ScheduleWaiting() {
                                 std::to_string(live.scheduled) +
                                 " tokens does not fit the whole pool"));
     }
-    if (!live.admitted_once) {
-      live.admitted_once = true;
-      ++shape_.admissions;
-      const std::uint32_t prompt = PromptLength(workload_[index]);
-      result_.per_request[index].reused_tokens = hit.num_tokens;
-      result_.reused_tokens += hit.num_tokens;
-      result_.computed_tokens += prompt - hit.num_tokens;
-      if (live.hit_class == HitClass::kEvictedMiss) {
-        ++result_.evicted_chains.requests;
-        result_.evicted_chains.tokens += prompt;
-      }
-    }
-    live.computed = hit.num_tokens;
+    RecordAdmission(index, start);
+    live.computed = start;
     live.shared_prefix_boundary = hit.shared_prefix_boundary;
     waiting_.pop_front();
     running_.push_back(index);
-    Account(index);
+    if (!StartLoad(index, th)) Account(index);
   }
   return {};
+}
+
+void Engine::RecordAdmission(std::size_t index, std::uint32_t reused) {
+  Live& live = lives_[index];
+  if (live.admitted_once) return;
+  live.admitted_once = true;
+  ++shape_.admissions;
+  const std::uint32_t prompt = PromptLength(workload_[index]);
+  result_.per_request[index].reused_tokens = reused;
+  result_.reused_tokens += reused;
+  result_.computed_tokens += prompt - reused;
+  if (live.hit_class == HitClass::kEvictedMiss) {
+    ++result_.evicted_chains.requests;
+    result_.evicted_chains.tokens += prompt;
+  }
 }
 
 HitClass Engine::ClassOf(const CacheHit& hit, const Request& request) const {
@@ -296,21 +306,25 @@ HitClass Engine::ClassOf(const CacheHit& hit, const Request& request) const {
   return warm ? HitClass::kWarmHit : HitClass::kSparseHit;
 }
 
-// Looks the request up (building it first) and classes it by the hit.
-CacheHit Engine::Lookup(std::size_t index) {
+// Looks the request up (building it first) and classes it by the hit, the
+// tiers' tokens counted in.
+TierHit Engine::Lookup(std::size_t index) {
   Live& live = lives_[index];
   if (!live.request) {
     live.request.emplace(RequestOptions{.id = RequestId{index}},
                          PromptTokens(workload_[index]), cache_.key_scheme());
   }
-  CacheHit hit;
+  TierHit hit;
   std::uint64_t ns = std::numeric_limits<std::uint64_t>::max();
   for (std::uint32_t i = 0; i < std::max(options_.lookup_repeats, 1u); ++i) {
     const auto start = std::chrono::steady_clock::now();
-    hit = cache_.Lookup(*live.request);
+    hit = tiers_ ? LookupThroughTiers(*live.request)
+                 : TierHit{.hit = cache_.Lookup(*live.request)};
     ns = std::min(ns, NanosecondsSince(start));
   }
-  live.hit_class = ClassOf(hit, *live.request);
+  CacheHit reach = hit.hit;
+  reach.num_tokens += hit.num_external_tokens;
+  live.hit_class = ClassOf(reach, *live.request);
   stats_.RecordCall(ManagerCall::kLookup, live.hit_class, ns);
   return hit;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,6 +20,8 @@
 #include "sim_stats.h"
 #include "sim_util.h"
 #include "synthetic_tokens.h"
+#include "tier_model.h"
+#include "tiers/tier_reach.h"
 
 namespace hkv::internal {
 
@@ -40,6 +43,10 @@ struct Live {
   // From the latest lookup: later prefill chunks stop there too.
   std::uint32_t shared_prefix_boundary = 0;
   bool admitted_once = false;
+  // A load from the offload tiers: the request computes nothing before
+  // ready_s, and commits its loaded tokens then.
+  double ready_s = 0.0;
+  bool pending_commit = false;
   // This step's work.
   std::uint32_t scheduled = 0;
   std::uint32_t drafts = 0;
@@ -59,6 +66,16 @@ class Engine {
         rng_(SplitMix64(options.speculation.seed)) {
     result_.requests = workload.size();
     result_.per_request.resize(workload.size());
+    if (!options.tiers.empty()) {
+      UseTiers(std::make_unique<TierModel>(options.tiers, options.page_bytes,
+                                           std::span<TierStoreModel* const>()));
+    }
+  }
+
+  // Replaces the engine's offload tiers (a cluster's, sharing some).
+  void UseTiers(std::unique_ptr<TierModel> tiers) {
+    tiers_ = std::move(tiers);
+    reach_.emplace(options_.cache);
   }
 
   // Runs until every request finished (its own arrivals).
@@ -91,7 +108,19 @@ class Engine {
   Result<bool> ScheduleOne(std::size_t i);
   Result<void> ScheduleWaiting();
   std::uint32_t DecodeDrafts(std::size_t index) const;
-  CacheHit Lookup(std::size_t index);
+  TierHit Lookup(std::size_t index);
+  // Admission's bookkeeping of a request's first admission, `reused`
+  // tokens not computed.
+  void RecordAdmission(std::size_t index, std::uint32_t reused);
+  // engine_tiers.cc: the lookup through the tiers, a load's start (false
+  // when there is nothing to load), the store at completion, and an idle
+  // engine's wait for its loads (false when none is loading).
+  TierHit LookupThroughTiers(const Request& request) const;
+  bool StartLoad(std::size_t index, const TierHit& hit);
+  void StoreToTiers(std::size_t index);
+  bool WaitForLoads();
+  // Whether running_[i] waits for its load (committing it once done).
+  bool Loading(std::size_t index);
   HitClass ClassOf(const CacheHit& hit, const Request& request) const;
   std::optional<NewBlocks> Allocate(std::size_t index,
                                     const AllocationRequest& args);
@@ -145,6 +174,9 @@ class Engine {
   // Tokens a draft model's group rewinds a hit by: a hash unit when a group
   // holds draft layers, else 0.
   std::uint32_t draft_rewind_ = DraftRewindTokens(options_.cache);
+  // Offload tiers (null without).
+  std::unique_ptr<TierModel> tiers_;
+  std::optional<TierReach> reach_;
 };
 
 }  // namespace hkv::internal

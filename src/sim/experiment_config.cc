@@ -262,11 +262,24 @@ Result<SimConfig> ConfigFromSpec(const std::string& spec,
   return config;
 }
 
+// The options' tier chains, joined in order; errors name --tier.
+Result<std::vector<TierSpec>> TiersFromFlags(const ExperimentOptions& o) {
+  std::vector<TierSpec> chain;
+  for (const std::string& text : o.tiers) {
+    Result<std::vector<TierSpec>> part = ParseTierChain(text);
+    if (!part) return Named("--tier", part.error());
+    chain.insert(chain.end(), part->begin(), part->end());
+  }
+  return chain;
+}
+
 Result<SimulationOptions> EngineFromFlags(const ExperimentOptions& o) {
   Result<CostModel> cost = CostFromFlags(o);
   if (!cost) return tl::unexpected(cost.error());
   Result<Router> router = ParseRouter(o.router);
   if (!router) return tl::unexpected(router.error());
+  Result<std::vector<TierSpec>> tiers = TiersFromFlags(o);
+  if (!tiers) return tl::unexpected(tiers.error());
   return SimulationOptions{
       .cost = std::move(*cost),
       .limits = {.max_num_batched_tokens = o.max_batched_tokens,
@@ -281,7 +294,8 @@ Result<SimulationOptions> EngineFromFlags(const ExperimentOptions& o) {
       .concurrency = o.concurrency,
       .kv_events = o.kv_events,
       .instances = o.instances,
-      .router = *router};
+      .router = *router,
+      .tiers = std::move(*tiers)};
 }
 
 }  // namespace hkv

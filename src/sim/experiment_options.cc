@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "hkv/experiment.h"
 #include "hkv/sim_options.h"
@@ -77,6 +78,8 @@ Result<void> Set(const SimOption& option, O& o, const std::string& text) {
         using Number = NumberOfT<T>;
         if constexpr (std::is_same_v<T, std::string>) {
           o.*field = text;
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          o.*field = {text};
         } else if constexpr (std::is_same_v<Number, double>) {
           o.*field = *real;
         } else if constexpr (!std::is_void_v<Number>) {

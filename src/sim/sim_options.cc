@@ -38,6 +38,9 @@ Result<void> CheckRetention(const std::string& text) {
 Result<void> CheckRouter(const std::string& text) {
   return Refusal(ParseRouter(text));
 }
+Result<void> CheckTiers(const std::string& text) {
+  return Refusal(ParseTierChain(text));
+}
 Result<void> CheckPools(const std::string& text) {
   return Refusal(ParsePoolLayout(text));
 }
@@ -227,6 +230,16 @@ std::vector<SimOption> EngineOptions() {
        .varied = true,
        .check = &CheckRouter,
        .value_name = "{round-robin,least-loaded,prefix,hybrid-prefix}"},
+      {.name = "tiers",
+       .field = &O::tiers,
+       .help = "Offload tier, modelled by capacity, in chain order "
+               "(repeatable, or joined by '+'): host:SIZE, disk:SIZE, "
+               "redis:SIZE, or none; a cluster's redis tier is shared "
+               "(docs/tiers.md)",
+       .varied = true,
+       .check = &CheckTiers,
+       .value_name = "KIND:SIZE[+KIND:SIZE...]",
+       .flag = "tier"},
   };
 }
 

@@ -178,6 +178,60 @@ void AddCluster(std::vector<Row>& f, const SimulationResult& r) {
                Fixed(c.load_imbalance, 2)});
 }
 
+// The offload tiers: per tier its hit tokens and loads, named by kind (a
+// second tier of a kind gets its position: "host2").
+std::vector<std::string> TierNames(const SimulationResult& r) {
+  std::vector<std::string> names;
+  for (std::size_t t = 0; t < r.tiers.size(); ++t) {
+    std::string name = r.tiers[t].name;
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      name += std::to_string(t + 1);
+    names.push_back(name);
+  }
+  return names;
+}
+
+void AddTiers(std::vector<Row>& f, const SimulationResult& r) {
+  if (r.tiers.empty()) return;
+  const std::vector<std::string> names = TierNames(r);
+  for (std::size_t t = 0; t < r.tiers.size(); ++t) {
+    const TierFigures& tier = r.tiers[t];
+    f.push_back({"tier_hit_tokens_" + names[t],
+                 "tier " + names[t] + ": hit tokens/loads",
+                 Whole(tier.hit_tokens), "tier_loads_" + names[t],
+                 Whole(tier.loads)});
+    f.push_back({"tier_load_gib_" + names[t],
+                 "tier " + names[t] + ": loaded/stored GiB",
+                 Fixed(static_cast<double>(tier.load_bytes) / 0x1p30, 2),
+                 "tier_stored_gib_" + names[t],
+                 Fixed(static_cast<double>(tier.stored_bytes) / 0x1p30, 2)});
+  }
+  f.push_back({"tier_loads", "tier loads/load time (s, modelled)",
+               Whole(r.tier_loads), "tier_load_s",
+               Significant(r.tier_load_s, 4)});
+}
+
+void AddTiersJson(json& out, const SimulationResult& r) {
+  if (r.tiers.empty()) return;
+  const std::vector<std::string> names = TierNames(r);
+  for (std::size_t t = 0; t < r.tiers.size(); ++t) {
+    const TierFigures& tier = r.tiers[t];
+    out["tier_hit_tokens"][names[t]] = tier.hit_tokens;
+    out["tier_load_seconds"][names[t]] = tier.load_s;
+    out["tier_load_bytes"][names[t]] = tier.load_bytes;
+    out["tiers"].push_back({{"name", names[t]},
+                            {"capacity_bytes", tier.capacity_bytes},
+                            {"hit_tokens", tier.hit_tokens},
+                            {"loads", tier.loads},
+                            {"load_groups", tier.load_groups},
+                            {"load_bytes", tier.load_bytes},
+                            {"load_s", tier.load_s},
+                            {"stored_groups", tier.stored_groups},
+                            {"stored_bytes", tier.stored_bytes},
+                            {"evicted_groups", tier.evicted_groups}});
+  }
+}
+
 // A row's text as JSON: a number when the text is one, null for "-".
 json Value(const std::string& text) {
   if (text == "-") return nullptr;
@@ -277,6 +331,7 @@ json ReportJson(const SimReport& report) {
                          {"saturated", report.load->saturated}};
   }
   AddResultJson(out, *report.result);
+  AddTiersJson(out, *report.result);
   return out;
 }
 
@@ -308,6 +363,7 @@ std::vector<SimReportRow> SimReportRows(const SimReport& report) {
   AddLatencies(f, r);
   AddEngine(f, r);
   AddCluster(f, r);
+  AddTiers(f, r);
   AddDeployment(f, report);
   AddCacheCounters(f, r);
   AddManagerTimes(f, r);

@@ -49,6 +49,7 @@ void Engine::Complete() {
   cache_.FinishStep();
   for (std::size_t index : finished) {
     Live& live = lives_[index];
+    if (tiers_) StoreToTiers(index);
     Timed(ManagerCall::kFree, live.hit_class,
           [&] { cache_.Free(RequestId{index}); });
     running_.erase(std::find(running_.begin(), running_.end(), index));
@@ -95,6 +96,7 @@ SimulationResult Engine::Finish() {
                                   TokensPerBlock(spec, config.dcp)),
                               .cached_blocks = cached[g]});
   }
+  if (tiers_) result_.tiers = tiers_->Figures();
   stats_.Summarize(result_);
   return std::move(result_);
 }
@@ -123,6 +125,14 @@ Result<void> SimulationOptions::Validate() const {
     return invalid("page_bytes has " + std::to_string(page_bytes.size()) +
                    " entries for " + std::to_string(cache.groups.size()) +
                    " cache groups");
+  }
+  if (!tiers.empty() && page_bytes.empty()) {
+    return invalid(
+        "offload tiers need the bytes of each group's block: run a "
+        "deployment (a model or preset), not explicit groups");
+  }
+  for (const TierSpec& tier : tiers) {
+    if (tier.capacity_bytes == 0) return invalid("a tier's capacity is 0");
   }
   const double rate = speculation.acceptance_rate;
   if (!(rate >= 0.0 && rate <= 1.0)) {

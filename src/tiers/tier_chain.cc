@@ -136,6 +136,7 @@ std::size_t TierChain::num_tiers() const { return impl_->stores.size(); }
 const NamespaceDigest& TierChain::namespace_digest() const { return impl_->ns; }
 
 std::size_t TierChain::Store(std::span<const ObjectGroup> groups) {
+  if (groups.empty()) return 0;
   std::vector<NamedObject> objects;
   objects.reserve(groups.size());
   for (const ObjectGroup& group : groups) {

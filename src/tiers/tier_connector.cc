@@ -110,30 +110,35 @@ TierLoad TierConnector::Load(const CacheManager& cache, const Request& request,
 std::size_t TierConnector::Store(const CacheManager& cache,
                                  const Request& request,
                                  const BlockReader& read) {
+  // Written in batches, so that a long prompt's states are not all held at
+  // once.
+  constexpr std::uint64_t kBatchBytes = std::uint64_t{64} << 20;
   const std::uint32_t unit = impl_->reach.config().keys.hash_unit;
+  // CachedEntries lists by group: each boundary's entries come in group
+  // order, one per group.
   std::map<std::uint32_t, std::vector<CachedEntry>> by_end;
   for (const CachedEntry& entry : cache.CachedEntries(request))
     by_end[entry.end_tokens].push_back(entry);
-  std::vector<ObjectGroup> groups;
-  for (auto& [end, entries] : by_end) {
+  std::vector<ObjectGroup> batch;
+  std::uint64_t batch_bytes = 0;
+  std::size_t stored = 0;
+  for (const auto& [end, entries] : by_end) {
     const BlockHash& key = request.keys()[end / unit - 1];
-    std::sort(entries.begin(), entries.end(),
-              [](const CachedEntry& a, const CachedEntry& b) {
-                return ToIndex(a.group) < ToIndex(b.group);
-              });
-    entries.erase(std::unique(entries.begin(), entries.end(),
-                              [](const CachedEntry& a, const CachedEntry& b) {
-                                return a.group == b.group;
-                              }),
-                  entries.end());
     if (Covers(impl_->chain->Find(key), entries)) continue;
     ObjectGroup group{.key = key, .end_tokens = end};
-    for (const CachedEntry& entry : entries)
+    for (const CachedEntry& entry : entries) {
       group.parts.push_back(
           {.group = entry.group, .bytes = read(entry.group, entry.block)});
-    groups.push_back(std::move(group));
+      batch_bytes += group.parts.back().bytes.size();
+    }
+    batch.push_back(std::move(group));
+    if (batch_bytes >= kBatchBytes) {
+      stored += impl_->chain->Store(batch);
+      batch.clear();
+      batch_bytes = 0;
+    }
   }
-  const std::size_t stored = impl_->chain->Store(groups);
+  stored += impl_->chain->Store(batch);
   impl_->counters.groups_stored += stored;
   return stored;
 }
