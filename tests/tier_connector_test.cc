@@ -231,6 +231,49 @@ TEST(TierFaultTest, AGroupGoneBeforeTheLoadFailsItAndIsForgotten) {
             0u);
 }
 
+// A part of another size than the group's blocks hold (a well-formed
+// object another engine wrote in this namespace with other pages) fails
+// its load and its group is dropped: an engine never writes it.
+TEST(TierFaultTest, APartOfTheWrongSizeFailsTheLoad) {
+  std::unique_ptr<ObjectStore> host = MakeHostStore(std::uint64_t{1} << 30);
+  ObjectStore* raw = host.get();
+  TierChain chain = ChainOf(std::move(host));
+  const CacheConfig config = SmallHybrid();
+  Result<CacheManager> cache = CacheManager::Create(config);
+  Result<TierConnector> connector = TierConnector::Create(
+      config, chain, {.part_bytes = {48, 48, 48}});  // Content's size
+  ASSERT_TRUE(cache && connector);
+  Driver driver(config, *cache, *connector);
+  const std::vector<TokenId> prompt = Prompt(700, 5);
+  ASSERT_TRUE(driver.Run(prompt, true).has_value());
+  const std::uint32_t gpu_hit = driver.GpuHit(prompt);
+  ASSERT_TRUE(cache->ResetPrefixCache());
+  // The sizes check: a resend reuses everything.
+  std::optional<testing::Served> served = driver.Run(prompt, false);
+  ASSERT_TRUE(served.has_value());
+  EXPECT_EQ(served->reused_tokens, gpu_hit);
+  ASSERT_TRUE(cache->ResetPrefixCache());
+  // Re-encode the first page's object with a shorter attention part.
+  const Request probe({.id = RequestId{70}}, prompt, cache->key_scheme());
+  const BlockHash key = probe.keys()[64 / 16 - 1];
+  const std::string name = ObjectName(chain.namespace_digest(), key);
+  DecodedObject decoded =
+      DecodeObjectGroup(raw->Get(name).bytes, chain.namespace_digest(), key);
+  ASSERT_EQ(decoded.defect, ObjectDefect::kNone);
+  decoded.group.parts[0].bytes.resize(40);
+  ASSERT_EQ(raw->Put(name, EncodeObjectGroup(decoded.group,
+                                             chain.namespace_digest())),
+            StoreStatus::kOk);
+  served = driver.Run(prompt, false);
+  ASSERT_TRUE(served.has_value());
+  EXPECT_EQ(connector->counters().wrong_size_parts, 1u);
+  EXPECT_EQ(served->reused_tokens, 0u);  // the chain breaks at 64
+  EXPECT_EQ(raw->Get(name).status, StoreStatus::kAbsent);
+  EXPECT_EQ(chain.Find(key), nullptr);
+  EXPECT_FALSE(
+      TierConnector::Create(config, chain, {.part_bytes = {48}}).has_value());
+}
+
 // Misuse is refused before anything changes.
 TEST(TierConnectorMisuseTest, RefusesCallsOutOfOrderOrForAnotherCache) {
   TierChain chain = ChainOf(MakeHostStore(std::uint64_t{1} << 20));

@@ -85,6 +85,10 @@ class TierChain {
   // none where no tier has one (the directory forgets it).
   std::vector<std::optional<ObjectGroup>> Load(std::span<const BlockHash> keys);
 
+  // Erases the group under `key` from every tier and forgets it (a group
+  // its reader refused).
+  void Drop(const BlockHash& key);
+
   // Relearns the directory from the tiers' lists (at most
   // max_directory_entries names), reading each new object's header.
   // Returns the groups it learned; kIoError when no tier could list.

@@ -71,12 +71,21 @@ struct TierLoad {
   std::uint64_t bytes_read = 0;      // the object groups read, whole
 };
 
+struct TierConnectorOptions {
+  // Per cache group, the bytes a part must have (one block's page or
+  // state); 0 or none: not checked. A part of another size fails its load
+  // and its object group is dropped: an engine never writes a page of the
+  // wrong size.
+  std::vector<std::uint64_t> part_bytes = {};
+};
+
 struct ConnectorCounters {
   std::uint64_t lookups = 0;
   std::uint64_t extended_lookups = 0;  // the tiers reached past the GPU
   std::uint64_t external_tokens = 0;   // offered by those lookups
   std::uint64_t loads_done = 0;
   std::uint64_t loads_failed = 0;
+  std::uint64_t wrong_size_parts = 0;  // refused by part_bytes
   std::uint64_t groups_stored = 0;
 };
 
@@ -85,9 +94,11 @@ using BlockReader = std::function<std::string(GroupId group, BlockId block)>;
 
 class TierConnector {
  public:
-  // `config` is the cache's. Fails with its validation error.
-  [[nodiscard]] static Result<TierConnector> Create(const CacheConfig& config,
-                                                    TierChain& chain);
+  // `config` is the cache's. Fails with its validation error, or
+  // kInvalidArgument for part_bytes not one per group.
+  [[nodiscard]] static Result<TierConnector> Create(
+      const CacheConfig& config, TierChain& chain,
+      TierConnectorOptions options = {});
   TierConnector(TierConnector&&) noexcept;
   TierConnector& operator=(TierConnector&&) noexcept;
   ~TierConnector();

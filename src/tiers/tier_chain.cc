@@ -203,6 +203,15 @@ std::vector<std::optional<ObjectGroup>> TierChain::Load(
   return found;
 }
 
+void TierChain::Drop(const BlockHash& key) {
+  const std::string name = ObjectName(impl_->ns, key);
+  for (std::size_t t = 0; t < impl_->stores.size(); ++t) {
+    if (impl_->stores[t]->Erase(name) == StoreStatus::kError)
+      ++impl_->counters[t].store_errors;
+  }
+  impl_->directory.Forget(key);
+}
+
 Result<std::size_t> TierChain::Refresh() {
   const std::string prefix = ObjectNamePrefix(impl_->ns);
   std::size_t learned = 0;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <span>
+#include <string>
 
 #include "tiers/tier_reach.h"
 
@@ -22,7 +25,42 @@ bool Covers(const KnownGroup* known, const std::vector<CachedEntry>& entries) {
 struct TierConnector::Impl {
   internal::TierReach reach;
   TierChain* chain;
+  TierConnectorOptions options;
   ConnectorCounters counters = {};
+
+  // Whether `part` has the bytes its group's blocks hold.
+  bool SizeFits(const ObjectPart& part) const {
+    const std::size_t g = ToIndex(part.group);
+    return options.part_bytes.empty() || options.part_bytes[g] == 0 ||
+           options.part_bytes[g] == part.bytes.size();
+  }
+
+  // Each needed part from `groups` (by boundary), or none when one is
+  // missing or of the wrong size (its group is dropped).
+  std::optional<std::vector<PartLoad>> Place(
+      std::span<const internal::NeededPart> needs,
+      const std::map<std::uint32_t, const ObjectGroup*>& groups) {
+    std::vector<PartLoad> parts;
+    for (const internal::NeededPart& need : needs) {
+      auto it = groups.find(need.end_tokens);
+      const ObjectPart* part = nullptr;
+      if (it != groups.end()) {
+        for (const ObjectPart& p : it->second->parts)
+          if (p.group == need.group) part = &p;
+      }
+      if (part == nullptr) return std::nullopt;
+      if (!SizeFits(*part)) {
+        ++counters.wrong_size_parts;
+        chain->Drop(it->second->key);
+        return std::nullopt;
+      }
+      parts.push_back({.group = need.group,
+                       .block = need.block,
+                       .end_tokens = need.end_tokens,
+                       .bytes = part->bytes});
+    }
+    return parts;
+  }
 
   const KnownGroup* Find(const BlockHash& key) const {
     return chain->Find(key);
@@ -30,11 +68,20 @@ struct TierConnector::Impl {
 };
 
 Result<TierConnector> TierConnector::Create(const CacheConfig& config,
-                                            TierChain& chain) {
+                                            TierChain& chain,
+                                            TierConnectorOptions options) {
   if (Result<void> valid = config.Validate(); !valid)
     return tl::unexpected(valid.error());
-  auto impl = std::make_unique<Impl>(
-      Impl{.reach = internal::TierReach(config), .chain = &chain});
+  if (!options.part_bytes.empty() &&
+      options.part_bytes.size() != config.groups.size()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "part_bytes has " + std::to_string(options.part_bytes.size()) +
+                    " entries for " + std::to_string(config.groups.size()) +
+                    " cache groups");
+  }
+  auto impl = std::make_unique<Impl>(Impl{.reach = internal::TierReach(config),
+                                          .chain = &chain,
+                                          .options = std::move(options)});
   return TierConnector(std::move(impl));
 }
 
@@ -60,49 +107,33 @@ TierHit TierConnector::Lookup(const CacheManager& cache,
 TierLoad TierConnector::Load(const CacheManager& cache, const Request& request,
                              const TierHit& hit) {
   TierLoad out;
-  if (hit.num_external_tokens == 0) {
-    out.state = LoadState::kDone;
-    return out;
-  }
   const std::vector<internal::NeededPart> needs =
       impl_->reach.Needs(cache, request, hit);
-  const std::uint32_t unit = impl_->reach.config().keys.hash_unit;
   std::vector<std::uint32_t> ends;
   for (const internal::NeededPart& need : needs)
     ends.push_back(need.end_tokens);
   std::sort(ends.begin(), ends.end());
   ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  const std::uint32_t unit = impl_->reach.config().keys.hash_unit;
   std::vector<BlockHash> keys;
   for (std::uint32_t end : ends) keys.push_back(request.keys()[end / unit - 1]);
-  std::vector<std::optional<ObjectGroup>> groups = impl_->chain->Load(keys);
-  std::map<std::uint32_t, ObjectGroup*> by_end;
+  const std::vector<std::optional<ObjectGroup>> groups =
+      impl_->chain->Load(keys);
+  std::map<std::uint32_t, const ObjectGroup*> by_end;
   for (std::size_t i = 0; i < ends.size(); ++i) {
-    if (groups[i]) by_end[ends[i]] = &*groups[i];
-  }
-  for (const auto& group : groups) {
-    if (!group) continue;
-    for (const ObjectPart& part : group->parts)
+    if (!groups[i] || groups[i]->end_tokens != ends[i]) continue;
+    by_end[ends[i]] = &*groups[i];
+    for (const ObjectPart& part : groups[i]->parts)
       out.bytes_read += part.bytes.size();
   }
-  for (const internal::NeededPart& need : needs) {
-    auto it = by_end.find(need.end_tokens);
-    const ObjectPart* part = nullptr;
-    if (it != by_end.end() && it->second->end_tokens == need.end_tokens) {
-      for (const ObjectPart& p : it->second->parts)
-        if (p.group == need.group) part = &p;
-    }
-    if (part == nullptr) {
-      ++impl_->counters.loads_failed;
-      return {.state = LoadState::kFailed,
-              .parts = {},
-              .bytes_read = out.bytes_read};
-    }
-    out.parts.push_back({.group = need.group,
-                         .block = need.block,
-                         .end_tokens = need.end_tokens,
-                         .bytes = part->bytes});
+  std::optional<std::vector<PartLoad>> parts = impl_->Place(needs, by_end);
+  if (!parts) {
+    ++impl_->counters.loads_failed;
+    out.state = LoadState::kFailed;
+    return out;
   }
-  ++impl_->counters.loads_done;
+  if (!needs.empty()) ++impl_->counters.loads_done;
+  out.parts = std::move(*parts);
   out.state = LoadState::kDone;
   return out;
 }
