@@ -122,3 +122,16 @@ def test_per_group_pools_hold_more_at_a_small_page():
             > 2.9 * shared["table"]["capacity_tokens"])
     with pytest.raises(hkv.Error, match="not shared, per-group, workload or rebalanced"):
         hkv.simulate(pools="private", limit=2)
+
+
+def test_tiers_reuse_what_the_gpu_evicted():
+    gpu_only = hkv.simulate(limit=400)
+    tiered = hkv.simulate(limit=400, tiers=["host:64GiB", "redis:512GiB"])
+    from_tiers = sum(tiered["tier_hit_tokens"].values())
+    assert set(tiered["tier_hit_tokens"]) == {"host", "redis"}
+    assert from_tiers > 0
+    assert (tiered["table"]["reused_tokens"]
+            > gpu_only["table"]["reused_tokens"] + from_tiers / 2)
+    assert [t["name"] for t in tiered["tiers"]] == ["host", "redis"]
+    with pytest.raises(hkv.Error, match="capacity"):
+        hkv.simulate(limit=2, tiers=["redis://127.0.0.1:6379"])
