@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -116,14 +117,16 @@ void BM_Tier_Load128k(benchmark::State& state) {
   }
   const Request r({.id = RequestId{1}}, t.tokens, t.cache->key_scheme());
   const TierHit hit = t.connector->Lookup(*t.cache, r);
-  if (!t.cache->Allocate(
-          r, {.num_external_computed_tokens = hit.num_external_tokens,
-              .num_new_tokens = r.num_tokens() - hit.num_external_tokens,
-              .hit = &hit.hit})) {
+  const std::optional<NewBlocks> placed = t.cache->Allocate(
+      r, {.num_external_computed_tokens = hit.num_external_tokens,
+          .num_new_tokens = r.num_tokens() - hit.num_external_tokens,
+          .hit = &hit.hit});
+  if (!placed) {
     state.SkipWithError("cannot allocate");
     return;
   }
-  TimeCalls(state, [&] { return t.connector->Load(*t.cache, r, hit); });
+  TimeCalls(state,
+            [&] { return t.connector->Load(*t.cache, r, hit, *placed); });
   state.counters["external_tokens"] = hit.num_external_tokens;
 }
 BENCHMARK(BM_Tier_Load128k)->Unit(benchmark::kMicrosecond);

@@ -274,6 +274,86 @@ TEST(TierFaultTest, APartOfTheWrongSizeFailsTheLoad) {
       TierConnector::Create(config, chain, {.part_bytes = {48}}).has_value());
 }
 
+// A follow-up turn (the stored prompt, then more) on a recurrent group that
+// exports the prompt's checkpoint from inside the chunk: the loaded state
+// goes into the block the step advances, not the export's block.
+TEST(TierConnectorTest, AFollowUpTurnWithACheckpointExportLoadsTheState) {
+  CacheConfig config = SmallHybrid();
+  config.groups[2].checkpoint_blocks = 1;
+  config.groups[2].speculative_blocks = 2;
+  TierChain chain = ChainOf(MakeHostStore(std::uint64_t{1} << 30));
+  Result<CacheManager> cache = CacheManager::Create(config);
+  Result<TierConnector> connector = TierConnector::Create(config, chain);
+  ASSERT_TRUE(cache && connector);
+  Driver driver(config, *cache, *connector);
+  const std::vector<TokenId> first = Prompt(700, 9);
+  ASSERT_TRUE(driver.Run(first, true).has_value());
+  std::vector<TokenId> follow_up = first;
+  const std::vector<TokenId> more = Prompt(1300, 10);
+  follow_up.insert(follow_up.end(), more.begin(), more.end());
+  const std::uint32_t gpu_hit = driver.GpuHit(follow_up);
+  ASSERT_GT(gpu_hit, 0u);
+  ASSERT_TRUE(cache->ResetPrefixCache());
+  std::optional<testing::Served> served = driver.Run(follow_up, false);
+  ASSERT_TRUE(served.has_value());
+  EXPECT_EQ(served->reused_tokens, gpu_hit);
+  EXPECT_EQ(served->load, LoadState::kDone);
+}
+
+// A GPU hit past the cut to a scheduler block: what lies between the cut and
+// the GPU's hit counts only if the tier holds it (the load reads only the
+// tier), so a tier missing it adds nothing rather than failing every load.
+TEST(TierConnectorTest, WhatOnlyTheGpuHoldsPastTheCutIsNotCounted) {
+  const CacheConfig config = {
+      .groups = {{.block_size = 64},
+                 {.kind = GroupKind::kSlidingWindow,
+                  .block_size = 64,
+                  .sliding_window = 128},
+                 {.kind = GroupKind::kRecurrent, .block_size = 256}},
+      .num_blocks = 4096,
+      .keys = {.hash_unit = 16}};
+  TierChain chain = ChainOf(MakeHostStore(std::uint64_t{1} << 30));
+  Result<CacheManager> cache = CacheManager::Create(config);
+  Result<TierConnector> connector = TierConnector::Create(config, chain);
+  ASSERT_TRUE(cache && connector);
+  Driver driver(config, *cache, *connector);
+  const std::vector<TokenId> prompt = Prompt(1500, 4);
+  ASSERT_TRUE(driver.Run(prompt, true).has_value());
+  const Request probe({.id = RequestId{80}}, prompt, cache->key_scheme());
+  for (std::uint32_t end = 16; end <= 1400; end += 16)
+    chain.Drop(probe.keys()[end / 16 - 1]);
+  std::vector<TokenId> longer = prompt;
+  const std::vector<TokenId> more = Prompt(500, 5);
+  longer.insert(longer.end(), more.begin(), more.end());
+  const std::uint32_t gpu_hit = driver.GpuHit(longer);
+  ASSERT_GT(gpu_hit % 256, 0u);  // the GPU's hit is past the cut
+  std::optional<testing::Served> served = driver.Run(longer, false);
+  ASSERT_TRUE(served.has_value());
+  EXPECT_EQ(served->reused_tokens, gpu_hit);
+  EXPECT_EQ(connector->counters().loads_failed, 0u);
+}
+
+// A request that must compute every prompt position (prompt logprobs) takes
+// nothing from the tiers.
+TEST(TierConnectorTest, ARequestSkippingTheCacheTakesNothingFromTheTiers) {
+  const CacheConfig config = SmallHybrid();
+  TierChain chain = ChainOf(MakeHostStore(std::uint64_t{1} << 30));
+  Result<CacheManager> cache = CacheManager::Create(config);
+  Result<TierConnector> connector = TierConnector::Create(config, chain);
+  ASSERT_TRUE(cache && connector);
+  Driver driver(config, *cache, *connector);
+  const std::vector<TokenId> prompt = Prompt(600, 6);
+  ASSERT_TRUE(driver.Run(prompt, true).has_value());
+  ASSERT_TRUE(cache->ResetPrefixCache());
+  const Request skipping(
+      {.id = RequestId{90}, .cache_read = CacheRead::kSkipped}, prompt,
+      cache->key_scheme());
+  const TierHit th = connector->Lookup(*cache, skipping);
+  EXPECT_EQ(th.hit.num_tokens + th.num_external_tokens, 0u);
+  const Request reading({.id = RequestId{91}}, prompt, cache->key_scheme());
+  EXPECT_GT(connector->Lookup(*cache, reading).num_external_tokens, 0u);
+}
+
 // Misuse is refused before anything changes.
 TEST(TierConnectorMisuseTest, RefusesCallsOutOfOrderOrForAnotherCache) {
   TierChain chain = ChainOf(MakeHostStore(std::uint64_t{1} << 20));
@@ -289,7 +369,7 @@ TEST(TierConnectorMisuseTest, RefusesCallsOutOfOrderOrForAnotherCache) {
   const TierHit th = connector->Lookup(*cache, r);
   ASSERT_GT(th.num_external_tokens, 0u);
   // A load before the allocation that places its blocks.
-  EXPECT_THROW((void)connector->Load(*cache, r, th), UsageError);
+  EXPECT_THROW((void)connector->Load(*cache, r, th, NewBlocks{}), UsageError);
   EXPECT_EQ(
       connector->counters().loads_done + connector->counters().loads_failed,
       0u);
@@ -302,7 +382,8 @@ TEST(TierConnectorMisuseTest, RefusesCallsOutOfOrderOrForAnotherCache) {
   EXPECT_FALSE(TierConnector::Create(CacheConfig{}, chain).has_value());
   // A hit without external tokens loads nothing.
   const TierHit plain{};
-  EXPECT_EQ(connector->Load(*cache, r, plain).state, LoadState::kDone);
+  EXPECT_EQ(connector->Load(*cache, r, plain, NewBlocks{}).state,
+            LoadState::kDone);
 }
 
 }  // namespace

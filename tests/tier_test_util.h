@@ -120,18 +120,18 @@ class Driver {
                       r, {.num_computed_tokens = done, .num_new_tokens = n});
       if (!placed) return false;
       ApplyCopies();
-      if (first && th.num_external_tokens > 0) {
-        const TierLoad load = connector_.Load(cache_, r, th);
+      const bool loads = first && th.num_external_tokens > 0;
+      if (loads) {
+        const TierLoad load = connector_.Load(cache_, r, th, *placed);
         served.load = load.state;
         if (load.state == LoadState::kFailed) return true;
         for (const PartLoad& part : load.parts)
           memory_[{ToIndex(part.group), ToIndex(part.block)}] = part.bytes;
-        cache_.Commit(r, th.hit.num_tokens + th.num_external_tokens);
-        ExpectEntriesHold(r, th.hit.num_tokens, done);
-        ExpectStatesLoaded(r, done);
+        ExpectStatesLoaded(r, done, placed->state_exports);
       }
       first = false;
-      Compute(r, done, done + n);
+      Compute(r, done, done + n);  // its commit registers the loaded tokens
+      if (loads) ExpectEntriesHold(r, th.hit.num_tokens, done);
       done += n;
     }
     return true;
@@ -178,14 +178,21 @@ class Driver {
   }
 
   // Every recurrent group's next step reads the state at `end`: the first
-  // block placed at or after the slot of the state after `end` tokens.
-  void ExpectStatesLoaded(const Request& r, std::uint32_t end) {
+  // block placed at or after the slot of the state after `end` tokens that
+  // is not a checkpoint's export (which the step writes, not reads).
+  void ExpectStatesLoaded(const Request& r, std::uint32_t end,
+                          std::span<const StateExport> exports) {
     for (std::uint32_t g = 0; g < block_sizes_.size(); ++g) {
       if (!recurrent_[g]) continue;
       const std::span<const BlockId> table =
           cache_.block_table(r.id(), GroupId{g});
+      const auto exported = [&](BlockId id) {
+        return std::any_of(exports.begin(), exports.end(),
+                           [&](const StateExport& e) { return e.block == id; });
+      };
       std::size_t i = (end + block_sizes_[g] - 1) / block_sizes_[g] - 1;
-      while (i < table.size() && table[i] == kNullBlock) ++i;
+      while (i < table.size() && (table[i] == kNullBlock || exported(table[i])))
+        ++i;
       ASSERT_LT(i, table.size()) << "group " << g;
       EXPECT_EQ((memory_[{g, ToIndex(table[i])}]),
                 Content(GroupId{g}, end, KeyAt(r, end)))

@@ -13,12 +13,16 @@
 //
 // A scheduler step drives it as:
 //   TierHit th = connector.Lookup(cache, r);          // no I/O
-//   cache.Allocate(r, {.num_external_computed_tokens = th.num_external_tokens,
-//                      .num_new_tokens = n, .hit = &th.hit});
+//   auto placed = cache.Allocate(r,
+//       {.num_external_computed_tokens = th.num_external_tokens,
+//        .num_new_tokens = n, .hit = &th.hit});
 //   // the request is pending: not scheduled, not committed
-//   TierLoad load = connector.Load(cache, r, th);    // reads the tiers
-//   kDone:   write each part's bytes into its block, then
-//            cache.Commit(r, th.hit.num_tokens + th.num_external_tokens)
+//   TierLoad load = connector.Load(cache, r, th, *placed);  // reads the tiers
+//   kDone:   write each part's bytes into its block; the step then computes
+//            its n tokens and Commit(r, hit + external + n) registers the
+//            loaded tokens with them. Do not Commit(r, hit + external)
+//            alone: a recurrent state registered there sits in the block
+//            the step advances.
 //   kFailed: nothing was written; cache.Free(r.id()) and look up again
 //            (what failed is forgotten, so the next lookup is shorter)
 //   ...
@@ -35,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "hkv/allocation.h"
 #include "hkv/cache_config.h"
 #include "hkv/cache_hit.h"
 #include "hkv/cache_manager.h"
@@ -108,12 +113,12 @@ class TierConnector {
   // request keyed with its scheme. O(tokens / hash unit x groups).
   TierHit Lookup(const CacheManager& cache, const Request& request);
 
-  // Reads what `hit` needs into the blocks Allocate placed for it.
-  // REQUIRES: Allocate(request, {.num_external_computed_tokens =
-  // hit.num_external_tokens, .hit = &hit.hit, ...}) succeeded and the
-  // request has not been committed since.
+  // Reads what `hit` needs into the blocks Allocate placed for it;
+  // `placed` is what that Allocate returned. REQUIRES: Allocate(request,
+  // {.num_external_computed_tokens = hit.num_external_tokens, .hit =
+  // &hit.hit, ...}) succeeded and the request has not been committed since.
   TierLoad Load(const CacheManager& cache, const Request& request,
-                const TierHit& hit);
+                const TierHit& hit, const NewBlocks& placed);
 
   // Stores the object groups of the request's cached entries that the
   // chain does not hold yet (or holds with fewer parts); `read` supplies

@@ -181,7 +181,7 @@ void Engine::Preempt(std::size_t index) {
         [&] { cache_.Free(RequestId{index}); });
   live.computed = 0;
   live.ready_s = 0.0;
-  live.pending_commit = false;
+  live.loading = false;
   running_.pop_back();
   waiting_.push_front(index);
   ++result_.preemptions;
@@ -256,11 +256,12 @@ Result<void> Engine::ScheduleWaiting() {
          .long_prefill_threshold = options_.limits.long_prefill_threshold,
          .shared_prefix_boundary = hit.shared_prefix_boundary});
     if (live.scheduled == 0) break;
-    if (!Allocate(index,
-                  {.num_external_computed_tokens = th.num_external_tokens,
-                   .num_new_tokens = live.scheduled,
-                   .num_lookahead_tokens = options_.speculation.lookahead_slots,
-                   .hit = &hit})) {
+    const std::optional<NewBlocks> placed = Allocate(
+        index, {.num_external_computed_tokens = th.num_external_tokens,
+                .num_new_tokens = live.scheduled,
+                .num_lookahead_tokens = options_.speculation.lookahead_slots,
+                .hit = &hit});
+    if (!placed) {
       if (!running_.empty()) break;
       return tl::unexpected(
           Infeasible(index, "cannot start: its first chunk of " +
@@ -272,7 +273,7 @@ Result<void> Engine::ScheduleWaiting() {
     live.shared_prefix_boundary = hit.shared_prefix_boundary;
     waiting_.pop_front();
     running_.push_back(index);
-    if (!StartLoad(index, th)) Account(index);
+    if (!StartLoad(index, th, placed->state_exports)) Account(index);
   }
   return {};
 }

@@ -44,9 +44,11 @@ struct Live {
   std::uint32_t shared_prefix_boundary = 0;
   bool admitted_once = false;
   // A load from the offload tiers: the request computes nothing before
-  // ready_s, and commits its loaded tokens then.
+  // ready_s; its next chunk's commit registers the loaded tokens with it
+  // (a commit at the load's end alone would register a recurrent state in
+  // the block the chunk advances).
   double ready_s = 0.0;
-  bool pending_commit = false;
+  bool loading = false;
   // This step's work.
   std::uint32_t scheduled = 0;
   std::uint32_t drafts = 0;
@@ -116,10 +118,11 @@ class Engine {
   // when there is nothing to load), the store at completion, and an idle
   // engine's wait for its loads (false when none is loading).
   TierHit LookupThroughTiers(const Request& request) const;
-  bool StartLoad(std::size_t index, const TierHit& hit);
+  bool StartLoad(std::size_t index, const TierHit& hit,
+                 std::span<const StateExport> exports);
   void StoreToTiers(std::size_t index);
   bool WaitForLoads();
-  // Whether running_[i] waits for its load (committing it once done).
+  // Whether running_[i] waits for its load.
   bool Loading(std::size_t index);
   HitClass ClassOf(const CacheHit& hit, const Request& request) const;
   std::optional<NewBlocks> Allocate(std::size_t index,

@@ -17,13 +17,14 @@ TierHit Engine::LookupThroughTiers(const Request& request) const {
 
 // Reads the object groups the hit's external tokens need; the request waits
 // for them (its prefill starts after the load; others run meanwhile).
-bool Engine::StartLoad(std::size_t index, const TierHit& hit) {
+bool Engine::StartLoad(std::size_t index, const TierHit& hit,
+                       std::span<const StateExport> exports) {
   if (hit.num_external_tokens == 0) return false;
   Live& live = lives_[index];
   const Request& r = *live.request;
   const std::uint32_t unit = r.key_scheme().hash_unit;
   std::vector<BlockHash> keys;
-  for (const NeededPart& part : reach_->Needs(cache_, r, hit)) {
+  for (const NeededPart& part : reach_->Needs(cache_, r, hit, exports)) {
     HKV_DCHECK(part.end_tokens % unit == 0 && part.end_tokens > 0);
     const BlockHash& key = r.keys()[part.end_tokens / unit - 1];
     if (std::find(keys.begin(), keys.end(), key) == keys.end())
@@ -33,7 +34,7 @@ bool Engine::StartLoad(std::size_t index, const TierHit& hit) {
       tiers_->Load(keys, hit.num_external_tokens);
   HKV_DCHECK(seconds.has_value());  // the lookup found every group
   live.ready_s = now_ + seconds.value_or(0.0);
-  live.pending_commit = true;
+  live.loading = true;
   live.scheduled = 0;
   ++result_.tier_loads;
   result_.tier_load_s += seconds.value_or(0.0);
@@ -42,14 +43,12 @@ bool Engine::StartLoad(std::size_t index, const TierHit& hit) {
 
 bool Engine::Loading(std::size_t index) {
   Live& live = lives_[index];
-  if (!live.pending_commit) return false;
+  if (!live.loading) return false;
   if (live.ready_s > now_) {
     live.scheduled = 0;
     return true;
   }
-  live.pending_commit = false;
-  Timed(ManagerCall::kCommit, live.hit_class,
-        [&] { cache_.Commit(*live.request, live.computed); });
+  live.loading = false;
   return false;
 }
 
@@ -64,7 +63,7 @@ bool Engine::WaitForLoads() {
   double next = std::numeric_limits<double>::infinity();
   for (std::size_t index : running_) {
     const Live& live = lives_[index];
-    if (live.pending_commit && live.ready_s > now_)
+    if (live.loading && live.ready_s > now_)
       next = std::min(next, live.ready_s);
   }
   if (next == std::numeric_limits<double>::infinity()) return false;

@@ -124,7 +124,10 @@ class FileStore final : public ObjectStore {
   ObjectRead Get(std::string_view name) override {
     if (!ValidObjectName(name)) return {.status = Failed()};
     const std::string path(name);
-    UniqueFd fd(internal::OpenAt(dir_.get(), path.c_str(), O_RDONLY));
+    // Not a link, not a FIFO (which would block): only a regular file, of
+    // at most the capacity, is read.
+    UniqueFd fd(internal::OpenAt(dir_.get(), path.c_str(),
+                                 O_RDONLY | O_NOFOLLOW | O_NONBLOCK));
     if (!fd.valid()) {
       if (errno != ENOENT) return {.status = Failed()};
       Forget(name);  // removed by someone else
@@ -132,7 +135,8 @@ class FileStore final : public ObjectStore {
     }
     struct stat st {};
     ObjectRead read{.status = StoreStatus::kOk};
-    if (::fstat(fd.get(), &st) != 0 ||
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        static_cast<std::uint64_t>(st.st_size) > options_.capacity_bytes ||
         internal::ReadAll(fd.get(), static_cast<std::size_t>(st.st_size),
                           read.bytes) != 0) {
       return {.status = Failed()};

@@ -1,5 +1,6 @@
 #include "hkv/tier_chain.h"
 
+#include <algorithm>
 #include <deque>
 #include <string>
 #include <utility>
@@ -116,6 +117,28 @@ struct TierChain::Impl {
     c.bytes_loaded += read.bytes.size();
     return std::move(decoded.group);
   }
+
+  // Reads the named objects of tier `t` into the directory, in batches so
+  // that a large shared store is not read at once; returns those learned.
+  std::size_t Learn(std::size_t t, std::span<const std::string> names,
+                    std::span<const BlockHash> keys) {
+    constexpr std::size_t kBatch = 64;
+    std::size_t learned = 0;
+    for (std::size_t from = 0; from < names.size(); from += kBatch) {
+      const std::size_t n = std::min(kBatch, names.size() - from);
+      std::vector<ObjectRead> reads =
+          stores[t]->GetMany(names.subspan(from, n));
+      for (std::size_t j = 0; j < n; ++j) {
+        const std::uint64_t size = reads[j].bytes.size();
+        std::optional<ObjectGroup> group =
+            Check(t, names[from + j], keys[from + j], std::move(reads[j]));
+        if (!group) continue;
+        directory.Learn(keys[from + j], Describe(*group, size));
+        ++learned;
+      }
+    }
+    return learned;
+  }
 };
 
 TierChain::TierChain(TierChainOptions options,
@@ -168,6 +191,7 @@ std::size_t TierChain::Store(std::span<const ObjectGroup> groups) {
 std::vector<std::optional<ObjectGroup>> TierChain::Load(
     std::span<const BlockHash> keys) {
   std::vector<std::optional<ObjectGroup>> found(keys.size());
+  std::vector<std::uint64_t> sizes(keys.size(), 0);
   std::vector<std::string> names;
   for (const BlockHash& key : keys) names.push_back(ObjectName(impl_->ns, key));
   std::vector<std::size_t> wanted(keys.size());
@@ -179,6 +203,7 @@ std::vector<std::optional<ObjectGroup>> TierChain::Load(
     std::vector<std::size_t> still;
     for (std::size_t j = 0; j < wanted.size(); ++j) {
       const std::size_t i = wanted[j];
+      sizes[i] = reads[j].bytes.size();
       found[i] = impl_->Check(t, names[i], keys[i], std::move(reads[j]));
       if (!found[i]) {
         still.push_back(i);
@@ -193,9 +218,11 @@ std::vector<std::optional<ObjectGroup>> TierChain::Load(
     }
     wanted = std::move(still);
   }
+  // What was read is what the tiers hold now (another writer may have
+  // replaced a group with fewer parts).
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (found[i]) {
-      impl_->directory.Touch(keys[i]);
+      impl_->directory.Learn(keys[i], Describe(*found[i], sizes[i]));
     } else {
       impl_->directory.Forget(keys[i]);
     }
@@ -232,15 +259,7 @@ Result<std::size_t> TierChain::Refresh() {
       unknown.push_back(name);
       keys.push_back(*key);
     }
-    std::vector<ObjectRead> reads = impl_->stores[t]->GetMany(unknown);
-    for (std::size_t i = 0; i < unknown.size(); ++i) {
-      const std::uint64_t size = reads[i].bytes.size();
-      std::optional<ObjectGroup> group =
-          impl_->Check(t, unknown[i], keys[i], std::move(reads[i]));
-      if (!group) continue;
-      impl_->directory.Learn(keys[i], Describe(*group, size));
-      ++learned;
-    }
+    learned += impl_->Learn(t, unknown, keys);
   }
   if (!listed)
     return Fail(ErrorCode::kIoError, "no tier could list its objects");

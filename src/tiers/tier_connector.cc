@@ -105,10 +105,10 @@ TierHit TierConnector::Lookup(const CacheManager& cache,
 }
 
 TierLoad TierConnector::Load(const CacheManager& cache, const Request& request,
-                             const TierHit& hit) {
+                             const TierHit& hit, const NewBlocks& placed) {
   TierLoad out;
   const std::vector<internal::NeededPart> needs =
-      impl_->reach.Needs(cache, request, hit);
+      impl_->reach.Needs(cache, request, hit, placed.state_exports);
   std::vector<std::uint32_t> ends;
   for (const internal::NeededPart& need : needs)
     ends.push_back(need.end_tokens);

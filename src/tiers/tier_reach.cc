@@ -15,41 +15,36 @@ std::uint32_t MaxHitLength(const CacheConfig& config, const Request& request) {
   return n > 0 ? n - 1 : 0;
 }
 
-bool HasGroup(const KnownGroup* known, GroupId group) {
-  return known != nullptr &&
-         std::find(known->groups.begin(), known->groups.end(), group) !=
-             known->groups.end();
-}
-
-// Every entry the GPU or the tier holds for the request's first
-// `max_units` units, in one mirror; none when the tier holds nothing at or
-// past unit `from_unit`.
+// The entries the hit through the tier can use, in one mirror: below the
+// cut (`cut_unit` units) what the GPU holds, which the truncated hit
+// supplies; from the cut on what the tier holds, which the load supplies.
+// None when the tier holds nothing from the cut on.
 std::unique_ptr<ResidencyMirror> UnionMirror(const CacheConfig& config,
                                              const CacheManager& cache,
                                              const Request& request,
                                              const KnownGroupOf& known,
-                                             std::uint32_t from_unit,
+                                             std::uint32_t cut_unit,
                                              std::uint32_t max_units) {
   const std::span<const BlockHash> keys = request.keys();
-  bool beyond = false;
-  for (std::uint32_t u = from_unit; u < max_units && !beyond; ++u)
-    beyond = known(keys[u]) != nullptr;
-  if (!beyond) return nullptr;
-  std::vector<PrefixKey> held;
   const std::uint32_t unit = config.keys.hash_unit;
-  for (std::uint32_t u = 0; u < max_units; ++u) {
+  std::vector<PrefixKey> held;
+  for (std::uint32_t u = cut_unit; u < max_units; ++u) {
     const KnownGroup* there = known(keys[u]);
-    if (there != nullptr && there->end_tokens != (u + 1) * unit)
-      there = nullptr;  // an entry of another boundary: not this one
-    for (std::uint32_t g = 0; g < config.groups.size(); ++g) {
-      const GroupId group{g};
-      if (HasGroup(there, group) || cache.HoldsEntry(group, keys[u]))
+    if (there == nullptr || there->end_tokens != (u + 1) * unit) continue;
+    for (GroupId group : there->groups) {
+      if (ToIndex(group) < config.groups.size())
         held.push_back({.hash = keys[u], .group = group});
     }
   }
+  if (held.empty()) return nullptr;
+  for (std::uint32_t u = 0; u < cut_unit; ++u) {
+    for (std::uint32_t g = 0; g < config.groups.size(); ++g) {
+      if (cache.HoldsEntry(GroupId{g}, keys[u]))
+        held.push_back({.hash = keys[u], .group = GroupId{g}});
+    }
+  }
   auto mirror = std::make_unique<ResidencyMirror>(
-      config,
-      static_cast<std::uint32_t>(std::max<std::size_t>(held.size(), 1)));
+      config, static_cast<std::uint32_t>(held.size()));
   for (const PrefixKey& key : held) mirror->Store(key);
   return mirror;
 }
@@ -65,6 +60,11 @@ TierHit TierReach::Lookup(const CacheManager& cache, const Request& request,
               "the request is keyed with another scheme than the cache");
   TierHit out{.hit = cache.Lookup(request)};
   out.gpu_tokens = out.hit.num_tokens;
+  // A request that must compute every position, or a cache that reads
+  // nothing, takes nothing from the tiers either.
+  if (request.cache_read() == CacheRead::kSkipped ||
+      config_.caching == PrefixCaching::kDisabled)
+    return out;
   const std::uint32_t unit = config_.keys.hash_unit;
   const std::uint32_t block = geometry_.facts.scheduler_block;
   const std::uint32_t max_length = MaxHitLength(config_, request);
@@ -81,9 +81,9 @@ TierHit TierReach::Lookup(const CacheManager& cache, const Request& request,
   return out;
 }
 
-std::vector<NeededPart> TierReach::Needs(const CacheManager& cache,
-                                         const Request& request,
-                                         const TierHit& hit) const {
+std::vector<NeededPart> TierReach::Needs(
+    const CacheManager& cache, const Request& request, const TierHit& hit,
+    std::span<const StateExport> exports) const {
   const std::uint32_t from = hit.hit.num_tokens;
   const std::uint32_t to = from + hit.num_external_tokens;
   std::vector<NeededPart> needs;
@@ -101,12 +101,19 @@ std::vector<NeededPart> TierReach::Needs(const CacheManager& cache,
                 "with this hit first)");
     if (spec.kind == GroupKind::kRecurrent) {
       // Only the state at the end, in the block the step reads it from and
-      // advances: the first one placed at or after the end's slot (the
-      // earlier slots are null; a GPU hit's state would be copied there).
+      // advances: the first one placed at or after the end's slot that is
+      // not a checkpoint's export (the earlier slots are null; a GPU hit's
+      // state would be copied there).
       const std::span<const BlockId> after = table.subspan(last - 1);
-      const auto placed =
-          std::find_if(after.begin(), after.end(),
-                       [](BlockId id) { return id != kNullBlock; });
+      const auto exported = [&](BlockId id) {
+        return std::any_of(exports.begin(), exports.end(),
+                           [&](const StateExport& e) {
+                             return e.group == group && e.block == id;
+                           });
+      };
+      const auto placed = std::find_if(
+          after.begin(), after.end(),
+          [&](BlockId id) { return id != kNullBlock && !exported(id); });
       if (placed != after.end())
         needs.push_back({.group = group, .block = *placed, .end_tokens = to});
       continue;

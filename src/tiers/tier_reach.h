@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "cache/cache_geometry.h"
@@ -38,7 +39,10 @@ class TierReach {
   explicit TierReach(const CacheConfig& config);
 
   // The GPU hit and, when the tier's entries reach further, the hit cut to
-  // a scheduler block with the external tokens past it.
+  // a scheduler block with the external tokens past it: the reach over the
+  // GPU's entries below the cut (what the cut hit keeps) and the tier's
+  // from it (what the load reads). The GPU hit alone for a request that
+  // skips reading the cache, or a cache that caches nothing.
   TierHit Lookup(const CacheManager& cache, const Request& request,
                  const KnownGroupOf& known) const;
 
@@ -46,10 +50,11 @@ class TierReach {
   // group then position: pages past the cut (window groups only those
   // still placed), and a recurrent group's state at the end, in the block
   // its next step reads and advances (the first placed at or after the
-  // end's slot). REQUIRES: that allocation succeeded.
+  // end's slot that is not one of `exports`, the allocation's checkpoint
+  // exports). REQUIRES: that allocation succeeded.
   std::vector<NeededPart> Needs(const CacheManager& cache,
-                                const Request& request,
-                                const TierHit& hit) const;
+                                const Request& request, const TierHit& hit,
+                                std::span<const StateExport> exports) const;
 
   const CacheConfig& config() const { return config_; }
 
