@@ -15,8 +15,8 @@ namespace {
 
 using hkv::fuzz::Require;
 
-const hkv::NamespaceDigest kNs = hkv::DigestNamespace(
-    {.model = "fuzz", .geometry = "g", .salt_domain = ""});
+const hkv::NamespaceDigest kNs =
+    hkv::DigestNamespace({.model = "fuzz", .geometry = "g", .salt_domain = ""});
 
 hkv::BlockHash Key() {
   hkv::BlockHash key;
