@@ -53,4 +53,17 @@ void TimeIteration(benchmark::State& state, F&& f) {
   state.SetIterationTime(std::chrono::duration<double>(end - start).count());
 }
 
+// The 3-group hybrid of hybrid_bench.cc at DCP 1 in one pool: full
+// attention 2048, recurrent 256, a 4096-token window over 2048-token blocks,
+// 4096 blocks, hashed at 256.
+inline CacheConfig HybridOfThreeGroups() {
+  return {.groups = {{.block_size = 2048},
+                     {.kind = GroupKind::kRecurrent, .block_size = 256},
+                     {.kind = GroupKind::kSlidingWindow,
+                      .block_size = 2048,
+                      .sliding_window = 4096}},
+          .num_blocks = 4096,
+          .keys = {.hash_unit = 256}};
+}
+
 }  // namespace hkv::bench

@@ -24,16 +24,6 @@ namespace {
 
 constexpr std::uint32_t kInstances = 8;
 
-CacheConfig IndexedConfig() {
-  return {.groups = {{.block_size = 2048},
-                     {.kind = GroupKind::kRecurrent, .block_size = 256},
-                     {.kind = GroupKind::kSlidingWindow,
-                      .block_size = 2048,
-                      .sliding_window = 4096}},
-          .num_blocks = 4096,
-          .keys = {.hash_unit = 256}};
-}
-
 // Another prompt's key: uniform bytes, as a digest's.
 BlockHash Filler(std::uint64_t n) {
   BlockHash h;
@@ -58,7 +48,7 @@ struct Cluster {
 // Fills every instance with `blocks` keys: the prompt's share, then fillers.
 bool Fill(Cluster& c, std::uint32_t blocks, HashEncoding hashes) {
   Result<std::unique_ptr<ClusterIndex>> index =
-      ClusterIndex::Create({.instance_config = IndexedConfig(),
+      ClusterIndex::Create({.instance_config = bench::HybridOfThreeGroups(),
                             .capacity_keys = blocks,
                             .hashes = hashes},
                            kInstances);

@@ -27,16 +27,6 @@
 namespace hkv {
 namespace {
 
-CacheConfig TieredConfig() {
-  return {.groups = {{.block_size = 2048},
-                     {.kind = GroupKind::kRecurrent, .block_size = 256},
-                     {.kind = GroupKind::kSlidingWindow,
-                      .block_size = 2048,
-                      .sliding_window = 4096}},
-          .num_blocks = 4096,
-          .keys = {.hash_unit = 256}};
-}
-
 struct Tiered {
   std::unique_ptr<CacheManager> cache;
   std::unique_ptr<TierChain> chain;
@@ -47,7 +37,8 @@ struct Tiered {
 // A chain holding the prompt's object groups at every 2048-token block
 // (all three groups' parts) up to `units` units.
 bool Fill(Tiered& t, std::size_t units) {
-  Result<CacheManager> cache = CacheManager::Create(TieredConfig());
+  Result<CacheManager> cache =
+      CacheManager::Create(bench::HybridOfThreeGroups());
   if (!cache) return false;
   t.cache = std::make_unique<CacheManager>(std::move(*cache));
   std::vector<std::unique_ptr<ObjectStore>> stores;
@@ -58,7 +49,7 @@ bool Fill(Tiered& t, std::size_t units) {
                               .salt_domain = ""}},
       std::move(stores));
   Result<TierConnector> connector =
-      TierConnector::Create(TieredConfig(), *t.chain);
+      TierConnector::Create(bench::HybridOfThreeGroups(), *t.chain);
   if (!connector) return false;
   t.connector = std::make_unique<TierConnector>(std::move(*connector));
   t.tokens = bench::RandomTokens(bench::k128k, 7);
