@@ -195,7 +195,6 @@ int Serve(const IndexCommandOptions& options, const SimConfig& layout,
   log.Always(described);
   log.Always("http on " + (*http)->address());
   if (const auto zmq = (*service)->zmq_endpoint()) log.Always("zmq on " + *zmq);
-  InstallSignalHandlers();
   std::optional<std::chrono::steady_clock::time_point> deadline;
   if (options.run_seconds) {
     deadline = std::chrono::steady_clock::now() +
@@ -233,6 +232,9 @@ void RegisterIndex(CLI::App& app) {
 }
 
 int RunIndex(const IndexCommandOptions& options) {
+  // Before anything serves or announces itself: a SIGTERM that follows the
+  // "http on" line must stop the service, not kill it with the default action.
+  InstallSignalHandlers();
   Result<std::vector<InstanceEndpoints>> instances = Instances(options);
   if (!instances) return Failure("index", instances.error());
   Result<SimConfig> layout = Layout(options.layout);
