@@ -45,8 +45,9 @@ std::vector<EventExtraKey> EventExtraKeys(std::span<const ExtraKey> keys);
 struct BlockStored {
   std::vector<BlockHash> block_hashes = {};
   std::optional<BlockHash> parent_block_hash = std::nullopt;  // none at 0
-  std::vector<TokenId> token_ids = {};  // the run's tokens
-  std::uint32_t block_size = 0;         // tokens per hash in block_hashes
+  // The run's tokens (none for a request keyed by its caller).
+  std::vector<TokenId> token_ids = {};
+  std::uint32_t block_size = 0;  // tokens per hash in block_hashes
   std::optional<std::uint32_t> lora_id = std::nullopt;
   std::optional<std::string> lora_name = std::nullopt;
   // One entry per hash: its block's extra keys, or none.

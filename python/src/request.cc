@@ -44,6 +44,40 @@ std::vector<TokenId> Tokens(const py::object& tokens, const std::string& what) {
   }
 }
 
+// Keys an engine computed, from `keys[start:]` (a list of bytes, one per
+// hash unit, as the engine's request.block_hashes holds them), each of 1 to
+// 32 bytes, zero-padded. UsageError naming the first that is not.
+std::vector<BlockHash> CallerKeys(const py::handle& keys, std::size_t start,
+                                  const char* what) {
+  if (!PyList_Check(keys.ptr()) && !PyTuple_Check(keys.ptr())) {
+    throw UsageError(std::string(what) + " must be a list of bytes, got " +
+                     ShortRepr(py::reinterpret_borrow<py::object>(keys)));
+  }
+  const py::sequence items = py::reinterpret_borrow<py::sequence>(keys);
+  const std::size_t size = items.size();
+  if (start > size) {
+    throw UsageError(std::string(what) + " has " + std::to_string(size) +
+                     " keys, fewer than the " + std::to_string(start) +
+                     " already given");
+  }
+  std::vector<BlockHash> out(size - start);
+  for (std::size_t i = start; i < size; ++i) {
+    PyObject* item = PySequence_Fast_GET_ITEM(keys.ptr(), i);
+    char* data = nullptr;
+    Py_ssize_t length = 0;
+    if (!PyBytes_Check(item) ||
+        PyBytes_AsStringAndSize(item, &data, &length) != 0 || length < 1 ||
+        length > static_cast<Py_ssize_t>(sizeof(BlockHash::bytes))) {
+      PyErr_Clear();
+      throw UsageError(std::string(what) + "[" + std::to_string(i) +
+                       "] must be bytes of 1 to 32 bytes, got " +
+                       ShortRepr(py::reinterpret_borrow<py::object>(item)));
+    }
+    std::copy(data, data + length, out[i - start].bytes.begin());
+  }
+  return out;
+}
+
 void BindKeys(py::module_& m) {
   py::enum_<KeyFunction>(m, "KeyFunction")
       .value("SHA256_CBOR", KeyFunction::kSha256Cbor)
@@ -202,6 +236,24 @@ void BindRequestClass(py::module_& m) {
            py::arg("cache_read") = CacheRead::kAllowed,
            py::arg("lora_id") = py::none(),
            py::arg("event_report") = EventReport::kIncremental)
+      .def_static(
+          "with_caller_keys",
+          [](RequestId id, std::uint32_t num_prompt_tokens,
+             const py::handle& keys, const KeyScheme& scheme,
+             CacheRead cache_read, std::optional<std::uint32_t> lora,
+             EventReport report) {
+            return Request::KeyedByCaller(
+                {.id = id,
+                 .cache_read = cache_read,
+                 .lora_id = lora,
+                 .event_report = report},
+                num_prompt_tokens,
+                CallerKeys(keys, 0, "with_caller_keys(): keys"), scheme);
+          },
+          py::arg("id"), py::arg("num_prompt_tokens"), py::arg("keys"),
+          py::arg("scheme"), py::arg("cache_read") = CacheRead::kAllowed,
+          py::arg("lora_id") = py::none(),
+          py::arg("event_report") = EventReport::kIncremental)
       .def("append_tokens",
            [](Request& r, const py::object& tokens) {
              const std::vector<TokenId> t =
@@ -209,6 +261,18 @@ void BindRequestClass(py::module_& m) {
              py::gil_scoped_release release;
              r.AppendTokens(t);
            })
+      .def(
+          "append_keyed_tokens",
+          [](Request& r, std::uint32_t num_new_tokens, const py::handle& keys,
+             std::size_t start) {
+            r.AppendKeyedTokens(
+                num_new_tokens,
+                CallerKeys(keys, start, "append_keyed_tokens(): keys"));
+          },
+          py::arg("num_new_tokens"), py::arg("keys"), py::arg("start") = 0,
+          "Appends num_new_tokens tokens and the keys keys[start:] of the "
+          "units they complete (a request keyed by its caller).")
+      .def_property_readonly("keyed_by_caller", &Request::keyed_by_caller)
       .def_property_readonly("id", &Request::id)
       .def_property_readonly("key_scheme", &Request::key_scheme)
       .def_property_readonly("extras", &Request::extras)

@@ -30,22 +30,63 @@ Request::Request(RequestOptions options, std::span<const TokenId> prompt,
                 "bad key extras: " + extras_valid.error().message);
   }
   tokens_.assign(prompt.begin(), prompt.end());
+  num_tokens_ = num_prompt_tokens_;
   keys_.reserve(tokens_.size() / scheme_.hash_unit);
   ExtendKeys();
 }
 
-std::uint32_t Request::num_tokens() const {
-  return static_cast<std::uint32_t>(tokens_.size());
+Request Request::KeyedByCaller(RequestOptions options,
+                               std::uint32_t num_prompt_tokens,
+                               std::span<const BlockHash> keys,
+                               const KeyScheme& scheme) {
+  HKV_REQUIRE(options.extras.empty(),
+              "a request keyed by its caller takes no key extras (its keys "
+              "hold them already)");
+  CheckedTokens(num_prompt_tokens, "prompt tokens");
+  HKV_REQUIRE(scheme.hash_unit > 0, "the key scheme's hash unit must be >= 1");
+  HKV_REQUIRE(keys.size() == num_prompt_tokens / scheme.hash_unit,
+              internal::Cat("a prompt of ", num_prompt_tokens, " tokens has ",
+                            num_prompt_tokens / scheme.hash_unit,
+                            " complete hash units of ", scheme.hash_unit,
+                            ", but ", keys.size(), " keys were given"));
+  Request r(std::move(options), {}, scheme);
+  r.keyed_by_caller_ = true;
+  r.num_prompt_tokens_ = num_prompt_tokens;
+  r.num_tokens_ = num_prompt_tokens;
+  r.keys_.assign(keys.begin(), keys.end());
+  return r;
 }
 
 void Request::AppendTokens(std::span<const TokenId> tokens) {
+  HKV_REQUIRE(!keyed_by_caller_,
+              "AppendTokens on a request keyed by its caller: use "
+              "AppendKeyedTokens");
   // Compared, not summed: a span's size may be anything.
-  HKV_REQUIRE(tokens.size() <= kMaxTokensPerRequest - tokens_.size(),
-              internal::Cat("request tokens ", tokens_.size(), " + ",
+  HKV_REQUIRE(tokens.size() <= kMaxTokensPerRequest - num_tokens_,
+              internal::Cat("request tokens ", num_tokens_, " + ",
                             tokens.size(), " exceed the limit of ",
                             kMaxTokensPerRequest, " tokens per request"));
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  num_tokens_ = static_cast<std::uint32_t>(tokens_.size());
   ExtendKeys();
+}
+
+void Request::AppendKeyedTokens(std::uint32_t num_new_tokens,
+                                std::span<const BlockHash> keys) {
+  HKV_REQUIRE(keyed_by_caller_,
+              "AppendKeyedTokens on a request hkv keys: use AppendTokens");
+  HKV_REQUIRE(num_new_tokens <= kMaxTokensPerRequest - num_tokens_,
+              internal::Cat("request tokens ", num_tokens_, " + ",
+                            num_new_tokens, " exceed the limit of ",
+                            kMaxTokensPerRequest, " tokens per request"));
+  const std::size_t units = (num_tokens_ + num_new_tokens) / scheme_.hash_unit;
+  HKV_REQUIRE(
+      keys.size() == units - keys_.size(),
+      internal::Cat(num_new_tokens, " tokens after ", num_tokens_, " complete ",
+                    units - keys_.size(), " hash units, but ", keys.size(),
+                    " keys were given"));
+  num_tokens_ += num_new_tokens;
+  keys_.insert(keys_.end(), keys.begin(), keys.end());
 }
 
 void Request::ExtendKeys() {

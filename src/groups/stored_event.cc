@@ -22,8 +22,10 @@ void AddSkippedContext(const Request& request, std::uint32_t from,
   const std::uint32_t h = request.key_scheme().hash_unit;
   if (from >= to) return;
   if (from > 0) event.skipped_parent_block_hash = request.keys()[from / h - 1];
-  const std::span<const TokenId> tokens = request.tokens();
-  event.skipped_token_ids.assign(tokens.begin() + from, tokens.begin() + to);
+  if (!request.keyed_by_caller()) {  // else its caller has the tokens
+    const std::span<const TokenId> tokens = request.tokens();
+    event.skipped_token_ids.assign(tokens.begin() + from, tokens.begin() + to);
+  }
   for (std::uint32_t start = from; start < to; start += h) {
     event.skipped_extra_keys.push_back(ExtrasOf(request, start, start + h));
   }
@@ -47,9 +49,11 @@ BlockStored StoredEvent(const Request& request, const StoredRun& run) {
     event.extra_keys.push_back(ExtrasOf(request, i * unit, (i + 1) * unit));
   }
   AddSkippedContext(request, run.announced_upto, run.first * unit, event);
-  const std::span<const TokenId> tokens = request.tokens();
-  event.token_ids.assign(tokens.begin() + run.first * unit,
-                         tokens.begin() + run.end * unit);
+  if (!request.keyed_by_caller()) {  // else its caller has the tokens
+    const std::span<const TokenId> tokens = request.tokens();
+    event.token_ids.assign(tokens.begin() + run.first * unit,
+                           tokens.begin() + run.end * unit);
+  }
   return event;
 }
 
