@@ -64,6 +64,11 @@ struct StateExport {
 struct NewBlocks {
   std::vector<std::vector<BlockId>> blocks = {};  // [group]
   std::vector<StateExport> state_exports = {};
+  // [group]: where the slots this allocation computes into start in the
+  // request's table, past the hit it adopted and the blocks for a
+  // connector's tokens: table[table_starts[g]:] is what the reference
+  // engine's allocate_slots returns (null slots included).
+  std::vector<std::uint32_t> table_starts = {};
 };
 
 }  // namespace hkv

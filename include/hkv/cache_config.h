@@ -34,6 +34,15 @@ enum class Retention { kReference, kPlacement };
 // "reference" or "placement"; kInvalidArgument naming the text otherwise.
 [[nodiscard]] Result<Retention> ParseRetention(std::string_view text);
 
+// Whose behaviour the cache follows where the two references differ.
+// kSpec: the reference system of the spec (the fork's prefix cache, with
+// hits inside blocks where hash units are finer, partial tail entries and
+// copy-on-write of shared states). kEngine: the reference engine that
+// hkv.vllm drops into (vLLM at 28be48fa): hits only on the scheduler block
+// (the lcm of the groups' blocks), no partial entries, so that its own
+// scheduler sees the block tables its manager would give.
+enum class Behaviour { kSpec, kEngine };
+
 // Limits (hkv/limits.h), refused by Validate: num_blocks, speculative and
 // scratch blocks at most kMaxPoolBlocks; max_model_len, max_in_flight_tokens,
 // the hash unit, the retention interval, every group's block (DCP-scaled),
@@ -73,6 +82,7 @@ struct CacheConfig {
   // Where freed blocks without a key go (spec §1.3): the front of the free
   // queue (default), or, with kAppendAll, the back like every other block.
   FreeOrder free_order = FreeOrder::kPrependUncached;
+  Behaviour behaviour = Behaviour::kSpec;
   // Tokens one request holds at most.
   std::uint32_t max_model_len = kMaxTokensPerRequest;
   // Tokens scheduled but not yet processed, at most (the step's chunk

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -172,6 +173,34 @@ class CacheManager {
   // call. REQUIRES: the request keyed with key_scheme().
   // O(tokens / hash unit x groups).
   std::vector<CachedEntry> CachedEntries(const Request& request) const;
+  // An engine's views of its blocks (the reference engine's block pool shows
+  // these to its connectors, metrics and tests). REQUIRES: ids below
+  // num_block_ids(), groups below num_groups() (else UsageError).
+  // The references on a block: block tables holding it, pending copies.
+  std::uint32_t ref_count(BlockId id) const;
+  // The group and key a block is cached under (its first key), if any.
+  std::optional<std::pair<GroupId, BlockHash>> BlockKey(BlockId id) const;
+  // The free queue, the next block to be allocated first. O(free blocks).
+  std::vector<BlockId> FreeQueue() const;
+  // The first-inserted block cached under `key` in `group`. O(1) expected.
+  std::optional<BlockId> FindCached(GroupId group, const BlockHash& key) const;
+  // (key, block) registrations in the prefix index, all groups together.
+  std::size_t num_cached_entries() const;
+  // Drops every key of each block (one BlockRemoved event per key), as the
+  // reference's evict_blocks does for blocks a connector failed to load;
+  // the blocks stay where they are. Checked before any is evicted.
+  void EvictBlocks(std::span<const BlockId> ids);
+  // The leading blocks of the request's table in `group` that every request
+  // holding blocks holds (for cascade attention); 0 for groups that do not
+  // read the whole prefix. REQUIRES: the request holds blocks.
+  std::uint32_t NumCommonPrefixBlocks(RequestId id, GroupId group) const;
+  // Releases the blocks of the request's tables that no step reads once
+  // `num_computed_tokens` are computed (out of a window, states superseded),
+  // as an allocation does first; the reference engine's scheduler calls it
+  // before it hands a finished transfer's table to a connector. A no-op for
+  // a request holding no blocks.
+  void RemoveSkippedBlocks(RequestId id, std::uint32_t num_computed_tokens);
+
   // The request's block table in `group`, valid until the next mutating
   // call. REQUIRES: the request holds blocks.
   std::span<const BlockId> block_table(RequestId id, GroupId group) const;

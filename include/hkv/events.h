@@ -53,6 +53,9 @@ struct BlockStored {
   // One entry per hash: its block's extra keys, or none.
   std::vector<std::optional<std::vector<EventExtraKey>>> extra_keys = {};
   GroupId group{0};
+  // The run's first block: the prefix before it is first_block x
+  // block_size tokens long (for a caller matching the run to its request).
+  std::uint32_t first_block = 0;
   // The group's kind ("full_attention", ...) and, for sliding-window
   // groups, the window; none for pool-level events.
   std::optional<std::string> spec_kind = std::nullopt;

@@ -6,20 +6,21 @@ Each step, in the engine scheduler's order:
     new_step_starts
     running requests, first come first served: the rest of the prompt in a
       chunk, or one decode token, within the step's token budget and split
-      where recurrent states must land (split_prefill, hkv's stand-in for
-      the engine scheduler's Mamba-aligned split); allocate_slots; while it
-      returns None, the last running request is preempted (freed, back to
-      the front of the queue, recomputed later)
+      where recurrent states must land (the engine scheduler's Mamba
+      block-aligned split: chunks end on block boundaries, the last one at
+      the last whole block); allocate_slots; while it returns None, the
+      last running request is preempted (freed, back to the front of the
+      queue, recomputed later)
     waiting requests, unless one was preempted: get_computed_blocks, a
       chunk, allocate_slots with the hit; None stops admission
-    take_kv_cache_block_copies (an engine runs them, then the model)
 
 Then a stand-in model samples one token for each request whose prompt is
 done, and a request with max_tokens outputs finishes and is freed. The
 workload: users sharing a system prompt, each asking twice; the second turn
 resends the first turn's prompt with a new question. The model is hybrid
 (full attention, Mamba in align mode, sliding window), with hash units
-finer than blocks, so hits can end inside a block (copy-on-write).
+finer than blocks. Requests are hkv.vllm.Request, which keys its blocks as
+the engine's requests do (block_hashes).
 
     PYTHONPATH=build/release/python:python /usr/bin/python3 \\
         python/examples/scheduler_loop.py
@@ -43,7 +44,6 @@ class Step:
     hits: dict = dataclasses.field(default_factory=dict)  # admissions
     preempted: list = dataclasses.field(default_factory=list)
     finished: list = dataclasses.field(default_factory=list)
-    copies: list = dataclasses.field(default_factory=list)  # (src, dst)
     block_ids: dict = dataclasses.field(default_factory=dict)  # scheduled
     usage: float = 0.0  # the manager's, once scheduled
 
@@ -52,8 +52,10 @@ class Scheduler:
     """Waiting and running queues over a manager with the reference
     contract; ``max_num_batched_tokens`` tokens per step."""
 
-    def __init__(self, kv, max_num_batched_tokens=256, max_num_running_reqs=8):
+    def __init__(self, kv, max_num_batched_tokens=256, max_num_running_reqs=8,
+                 block_size=32):
         self.kv = kv
+        self.block_size = block_size
         self.max_num_batched_tokens = max_num_batched_tokens
         self.max_num_running_reqs = max_num_running_reqs
         self.waiting = collections.deque()
@@ -75,8 +77,6 @@ class Scheduler:
         budget = self._schedule_running(step, self.max_num_batched_tokens)
         if not step.preempted:
             self._schedule_waiting(step, budget)
-        copies, _ = self.kv.take_kv_cache_block_copies()
-        step.copies = [(c.src_block_id, c.dst_block_id) for c in copies]
         for rid, n in step.num_scheduled_tokens.items():
             self.requests[rid].num_computed_tokens += n
             step.block_ids[rid] = self.kv.get_block_ids(rid)
@@ -106,9 +106,16 @@ class Scheduler:
                 budget)
         if n <= 0:
             return 0
-        return self.kv.split_prefill(
-            request, n, hit,
-            max_num_scheduled_tokens=self.max_num_batched_tokens)
+        computed = request.num_computed_tokens + hit
+        if computed >= max(request.num_prompt_tokens, request.num_tokens - 1):
+            return n  # decoding
+        b = self.block_size
+        last_state = request.num_tokens - request.num_tokens % b
+        if computed + n < last_state:
+            return n // b * b
+        if computed < last_state < computed + n:
+            return last_state - computed
+        return n
 
     def _schedule_running(self, step, budget):
         """Schedules running requests in order; returns the budget left."""
@@ -176,7 +183,8 @@ def hybrid_config(num_blocks, block_size=32, window=64):
     ])
 
 
-def workload(num_users=6, system_tokens=300, max_tokens=8, seed=0):
+def workload(num_users=6, system_tokens=300, max_tokens=8, seed=0,
+             hash_block_size=16):
     """``(arrival step, Request)`` pairs: each user's first turn (system
     prompt and a question), and its second, resending the first turn's
     prompt with a new question, 12 steps later."""
@@ -188,17 +196,20 @@ def workload(num_users=6, system_tokens=300, max_tokens=8, seed=0):
                           for _ in range(rng.randrange(40, 120))]
         second = first + [rng.randrange(2000, 30000)
                           for _ in range(rng.randrange(40, 120))]
-        arrivals.append((2 * u, Request(f"user{u}-turn1", first, max_tokens)))
+        arrivals.append((2 * u, Request(f"user{u}-turn1", first, max_tokens,
+                                        hash_block_size=hash_block_size)))
         arrivals.append((2 * u + 12, Request(f"user{u}-turn2", second,
-                                             max_tokens)))
+                                             max_tokens,
+                                             hash_block_size=hash_block_size)))
     return sorted(arrivals, key=lambda a: a[0])
 
 
-def run(kv, arrivals, max_num_batched_tokens=256, sample=sample_token):
+def run(kv, arrivals, max_num_batched_tokens=256, sample=sample_token,
+        block_size=32):
     """Steps until every request finished; returns their Steps. Raises
     RuntimeError when two steps in a row schedule nothing while requests
     wait and none runs (the pool cannot hold the next request)."""
-    scheduler = Scheduler(kv, max_num_batched_tokens)
+    scheduler = Scheduler(kv, max_num_batched_tokens, block_size=block_size)
     pending = collections.deque(arrivals)
     steps = []
     while pending or scheduler.has_unfinished_requests():
@@ -222,8 +233,7 @@ def print_step(index, step, out):
           f"usage {step.usage:4.2f}"
           + (f"; admitted {admitted}" if admitted else "")
           + (f"; preempted {', '.join(step.preempted)}"
-             if step.preempted else "")
-          + (f"; {len(step.copies)} copies" if step.copies else ""),
+             if step.preempted else ""),
           file=out)
 
 
@@ -244,14 +254,14 @@ def main(argv=None, out=sys.stdout):
         hybrid_config(args.num_blocks, args.block_size, args.window),
         max_model_len=4096, hash_block_size=args.hash_block_size,
         log_stats=True)
-    arrivals = workload(args.users)
-    steps = run(kv, arrivals, args.max_num_batched_tokens)
+    arrivals = workload(args.users, hash_block_size=args.hash_block_size)
+    steps = run(kv, arrivals, args.max_num_batched_tokens,
+                block_size=args.block_size)
     for i, step in enumerate(steps):
         print_step(i, step, out)
     stats = kv.make_prefix_cache_stats()
     print(f"{len(steps)} steps, {len(arrivals)} requests, "
-          f"{sum(len(s.preempted) for s in steps)} preemptions, "
-          f"{sum(len(s.copies) for s in steps)} copies; prefix cache: "
+          f"{sum(len(s.preempted) for s in steps)} preemptions; prefix cache: "
           f"{stats.hits} of {stats.queries} tokens hit", file=out)
     return 0
 

@@ -34,6 +34,9 @@ void BindEnums(py::module_& m) {
   py::enum_<FreeOrder>(m, "FreeOrder")
       .value("PREPEND_UNCACHED", FreeOrder::kPrependUncached)
       .value("APPEND_ALL", FreeOrder::kAppendAll);
+  py::enum_<Behaviour>(m, "Behaviour")
+      .value("SPEC", Behaviour::kSpec)
+      .value("ENGINE", Behaviour::kEngine);
   py::enum_<Retention>(m, "Retention")
       .value("REFERENCE", Retention::kReference)
       .value("PLACEMENT", Retention::kPlacement);
@@ -105,6 +108,7 @@ void BindConfig(py::module_& m) {
       .def_readwrite("caching", &CacheConfig::caching)
       .def_readwrite("events", &CacheConfig::events)
       .def_readwrite("free_order", &CacheConfig::free_order)
+      .def_readwrite("behaviour", &CacheConfig::behaviour)
       .def_readwrite("max_model_len", &CacheConfig::max_model_len)
       .def_readwrite("max_in_flight_tokens", &CacheConfig::max_in_flight_tokens)
       .def("validate",
@@ -129,7 +133,46 @@ void BindResults(py::module_& m) {
       .def(py::self == py::self);
   py::class_<NewBlocks>(m, "NewBlocks")
       .def_readonly("blocks", &NewBlocks::blocks)
-      .def_readonly("state_exports", &NewBlocks::state_exports);
+      .def_readonly("state_exports", &NewBlocks::state_exports)
+      .def_readonly("table_starts", &NewBlocks::table_starts);
+}
+
+// The reference engine's allocate_slots in one call: the allocation, then
+// (commit_tokens given) the commit, and per group the table from where this
+// allocation's slots start (NewBlocks::table_starts), or None when free
+// blocks are short. The ids the allocation placed in the groups
+// `zeroed_groups` flags are appended to `new_block_ids`.
+py::object AllocateSlots(CacheManager& cache, const Request& request,
+                         const AllocationRequest& args,
+                         std::optional<std::uint32_t> commit_tokens,
+                         const std::vector<bool>& zeroed_groups,
+                         py::list& new_block_ids) {
+  std::optional<NewBlocks> placed;
+  {
+    py::gil_scoped_release release;
+    placed = cache.Allocate(request, args);
+    if (placed && commit_tokens) cache.Commit(request, *commit_tokens);
+  }
+  if (!placed) return py::none();
+  for (std::size_t g = 0; g < zeroed_groups.size() && g < placed->blocks.size();
+       ++g) {
+    if (!zeroed_groups[g]) continue;
+    for (BlockId id : placed->blocks[g]) {
+      if (id != kNullBlock) new_block_ids.append(ToIndex(id));
+    }
+  }
+  py::tuple tables(cache.num_groups());
+  for (std::uint32_t g = 0; g < cache.num_groups(); ++g) {
+    const std::span<const BlockId> table =
+        cache.block_table(request.id(), GroupId{g});
+    const std::size_t start = placed->table_starts[g];
+    py::list ids(table.size() > start ? table.size() - start : 0);
+    for (std::size_t i = start; i < table.size(); ++i) {
+      ids[i - start] = py::int_(ToIndex(table[i]));
+    }
+    tables[g] = std::move(ids);
+  }
+  return tables;
 }
 
 std::optional<NewBlocks> Allocate(CacheManager& cache, const Request& request,
@@ -139,6 +182,35 @@ std::optional<NewBlocks> Allocate(CacheManager& cache, const Request& request,
 }
 
 void BindAllocate(py::class_<CacheManager>& c) {
+  c.def(
+      "allocate_slots",
+      [](CacheManager& cache, const Request& request,
+         std::uint32_t num_new_tokens, std::uint32_t num_computed_tokens,
+         const CacheHit* hit, std::uint32_t num_lookahead_tokens,
+         std::uint32_t num_external_computed_tokens, bool whole_sequence,
+         std::optional<std::uint32_t> commit_tokens,
+         const std::vector<bool>& zeroed_groups, py::list new_block_ids) {
+        return AllocateSlots(
+            cache, request,
+            {.num_computed_tokens = num_computed_tokens,
+             .num_external_computed_tokens = num_external_computed_tokens,
+             .num_new_tokens = num_new_tokens,
+             .num_lookahead_tokens = num_lookahead_tokens,
+             .hit = hit,
+             .gate = whole_sequence ? AdmissionGate::kWholeSequence
+                                    : AdmissionGate::kNextChunk},
+            commit_tokens, zeroed_groups, new_block_ids);
+      },
+      py::arg("request"), py::arg("num_new_tokens"),
+      py::arg("num_computed_tokens"), py::arg("hit"),
+      py::arg("num_lookahead_tokens"), py::arg("num_external_computed_tokens"),
+      py::arg("whole_sequence"), py::arg("commit_tokens"),
+      py::arg("zeroed_groups"), py::arg("new_block_ids"),
+      "The reference engine's allocate_slots: allocate, commit up to "
+      "commit_tokens (None: no commit), and per group the ids from where "
+      "this allocation's slots start; None when free blocks are short. "
+      "The ids placed in the groups zeroed_groups flags are appended to "
+      "the list new_block_ids.");
   c.def(
       "allocate",
       [](CacheManager& cache, const Request& request,
@@ -201,6 +273,29 @@ void BindPrefill(py::class_<CacheManager>& c) {
         py::arg("num_tokens"));
 }
 
+// An engine's views of its blocks (CacheManager's inspection calls).
+void BindInspection(py::class_<CacheManager>& c) {
+  c.def("ref_count", &CacheManager::ref_count, py::arg("id"))
+      .def("block_key", &CacheManager::BlockKey, py::arg("id"),
+           "(group, key) a block is cached under, or None")
+      .def("free_queue", &CacheManager::FreeQueue,
+           "Free block ids, the next to be allocated first")
+      .def("find_cached", &CacheManager::FindCached, py::arg("group"),
+           py::arg("key"))
+      .def_property_readonly("num_cached_entries",
+                             &CacheManager::num_cached_entries)
+      .def(
+          "evict_blocks",
+          [](CacheManager& cache, const std::vector<BlockId>& ids) {
+            cache.EvictBlocks(ids);
+          },
+          py::arg("ids"))
+      .def("num_common_prefix_blocks", &CacheManager::NumCommonPrefixBlocks,
+           py::arg("id"), py::arg("group"))
+      .def("remove_skipped_blocks", &CacheManager::RemoveSkippedBlocks,
+           py::arg("id"), py::arg("num_computed_tokens"));
+}
+
 void BindManager(py::module_& m) {
   using Release = py::call_guard<py::gil_scoped_release>;
   py::class_<CacheManager> c(m, "CacheManager");
@@ -233,7 +328,19 @@ void BindManager(py::module_& m) {
             const auto t = cache.block_table(id, group);
             return std::vector<BlockId>(t.begin(), t.end());
           },
-          py::arg("id"), py::arg("group") = GroupId{0});
+          py::arg("id"), py::arg("group") = GroupId{0})
+      .def(
+          "block_tables",
+          [](const CacheManager& cache, RequestId id) {
+            py::tuple tables(cache.num_groups());
+            for (std::uint32_t g = 0; g < cache.num_groups(); ++g) {
+              const auto t = cache.block_table(id, GroupId{g});
+              tables[g] = py::cast(std::vector<BlockId>(t.begin(), t.end()));
+            }
+            return tables;
+          },
+          py::arg("id"), "The request's block table in every group.");
+  BindInspection(c);
   BindAllocate(c);
   BindPrefill(c);
 }

@@ -40,6 +40,7 @@ void BindEventTypes(py::module_& m) {
       .def_readonly("parent_block_hash", &BlockStored::parent_block_hash)
       .def_readonly("token_ids", &BlockStored::token_ids)
       .def_readonly("block_size", &BlockStored::block_size)
+      .def_readonly("first_block", &BlockStored::first_block)
       .def_readonly("lora_id", &BlockStored::lora_id)
       .def_readonly("lora_name", &BlockStored::lora_name)
       .def_property_readonly(

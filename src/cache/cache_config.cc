@@ -261,6 +261,10 @@ Result<void> CacheConfig::Validate() const {
     return Invalid("free_order " + Num(static_cast<std::uint64_t>(free_order)) +
                    " is neither kPrependUncached nor kAppendAll");
   }
+  if (behaviour != Behaviour::kSpec && behaviour != Behaviour::kEngine) {
+    return Invalid("behaviour " + Num(static_cast<std::uint64_t>(behaviour)) +
+                   " is neither kSpec nor kEngine");
+  }
   if (Result<void> ok = ValidatePools(*this); !ok) return ok;
   for (std::size_t i = 0; i < groups.size(); ++i) {
     if (Result<void> valid = ValidateGroup(groups[i], i, *this); !valid)

@@ -303,7 +303,18 @@ std::optional<NewBlocks> CacheCore::Allocate(const Request& request,
   // After the adoption: no pool parks a block the hit holds.
   if (pool_.rebalances()) MakeRoom();
   it->second.num_slots = std::max(it->second.num_slots, demand.num_slots);
+  std::vector<std::uint32_t> starts(groups_.size());
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    starts[g] = static_cast<std::uint32_t>(it->second.tables[g].blocks.size());
+    // A new request's blocks for a connector's tokens precede the slots
+    // this step computes into.
+    if (!running && args.num_external_computed_tokens > 0) {
+      const std::uint32_t b = groups_[g]->geometry().block_size;
+      starts[g] = std::max(starts[g], total / b + (total % b != 0 ? 1 : 0));
+    }
+  }
   NewBlocks placed = AllocateNew(it->second, demand);
+  placed.table_starts = std::move(starts);
   // The predictors and the allocators agree: allocations are all or nothing.
   HKV_DCHECK(pool_.num_usable_blocks() - pool_.num_free_blocks() -
                  in_use_before ==

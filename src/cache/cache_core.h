@@ -59,6 +59,13 @@ class CacheCore {
   bool HoldsEntry(GroupId group, const BlockHash& key) const;
   std::vector<CachedEntry> CachedEntries(const Request& request) const;
 
+  // An engine's views of its blocks (cache/cache_entries.cc).
+  std::optional<std::pair<GroupId, BlockHash>> BlockKey(BlockId id) const;
+  std::optional<BlockId> FindCached(GroupId group, const BlockHash& key) const;
+  void EvictBlocks(std::span<const BlockId> ids);
+  std::uint32_t NumCommonPrefixBlocks(RequestId id, GroupId group) const;
+  void RemoveSkippedBlocks(RequestId id, std::uint32_t num_computed_tokens);
+
   bool HoldsBlocks(RequestId id) const { return requests_.contains(id); }
   std::span<const BlockId> block_table(RequestId id, GroupId group) const;
   BlockPool& pool() { return pool_; }

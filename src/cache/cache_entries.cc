@@ -1,7 +1,11 @@
-// What a request's blocks hold in the prefix cache, for an offload
-// connector (hkv/tier_connector.h).
+// What the cache's blocks hold: entries along a request's prefix, for an
+// offload connector (hkv/tier_connector.h), and single blocks, for an
+// engine's views of its block pool.
+#include <string>
+
 #include "cache/cache_core.h"
 #include "check.h"
+#include "groups/kind_traits.h"
 
 namespace hkv::internal {
 
@@ -30,6 +34,59 @@ std::vector<CachedEntry> CacheCore::CachedEntries(
     }
   }
   return entries;
+}
+
+std::optional<std::pair<GroupId, BlockHash>> CacheCore::BlockKey(
+    BlockId id) const {
+  HKV_REQUIRE(ToIndex(id) < pool_.num_blocks(), "block id out of range");
+  if (pool_.primary_num_tokens(id) == 0) return std::nullopt;
+  const PrefixKey& key = pool_.primary_key(id);
+  return std::pair{key.group, key.hash};
+}
+
+std::optional<BlockId> CacheCore::FindCached(GroupId group,
+                                             const BlockHash& key) const {
+  HKV_REQUIRE(ToIndex(group) < groups_.size(), "group id out of range");
+  return pool_.FindCached({.hash = key, .group = group});
+}
+
+void CacheCore::EvictBlocks(std::span<const BlockId> ids) {
+  for (BlockId id : ids) {
+    HKV_REQUIRE(ToIndex(id) < pool_.num_blocks(),
+                "block id " + std::to_string(ToIndex(id)) +
+                    " out of range: the pool has " +
+                    std::to_string(pool_.num_blocks()) + " blocks");
+  }
+  for (BlockId id : ids) {
+    if (id != kNullBlock) pool_.EvictKeys(id);
+  }
+}
+
+std::uint32_t CacheCore::NumCommonPrefixBlocks(RequestId id,
+                                               GroupId group) const {
+  HKV_REQUIRE(ToIndex(group) < groups_.size(), "group id out of range");
+  const auto it = requests_.find(id);
+  HKV_REQUIRE(it != requests_.end(), "the request holds no blocks");
+  if (!TraitsOf(config_.groups[ToIndex(group)].kind).reads_whole_prefix) {
+    return 0;  // a window or a state: its leading slots are null
+  }
+  const std::span<const BlockId> table =
+      it->second.tables[ToIndex(group)].blocks;
+  std::uint32_t common = 0;
+  while (common < table.size() && table[common] != kNullBlock &&
+         pool_.ref_count(table[common]) == requests_.size()) {
+    ++common;
+  }
+  return common;
+}
+
+void CacheCore::RemoveSkippedBlocks(RequestId id,
+                                    std::uint32_t num_computed_tokens) {
+  const auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    groups_[g]->RemoveSkippedBlocks(it->second.tables[g], num_computed_tokens);
+  }
 }
 
 }  // namespace hkv::internal

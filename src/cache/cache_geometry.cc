@@ -25,12 +25,13 @@ bool SameSpec(const GroupSpec& a, const GroupSpec& b, std::uint32_t dcp) {
 
 bool FineCapable(GroupKind kind) { return TraitsOf(kind).fine_capable; }
 
-// Whether hits may end inside blocks. A single group: whenever its hash unit
-// is finer than its block and its kind allows it. Several groups (spec §4.5
-// item 3): only when an aligned recurrent group's states are finer than some
-// block, and every group with blocks above the hash unit can resume inside
-// them.
+// Whether hits may end inside blocks: never as the engine does. A single group:
+// whenever its hash unit is finer than its block and its kind allows it.
+// Several groups (spec §4.5 item 3): only when an aligned recurrent group's
+// states are finer than some block, and every group with blocks above the hash
+// unit can resume inside them.
 bool PartialHits(const CacheConfig& config) {
+  if (config.behaviour == Behaviour::kEngine) return false;
   const std::uint32_t unit = config.keys.hash_unit;
   if (config.groups.size() == 1) {
     return unit < ScaledBlock(config.groups[0], config.dcp) &&

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cache/cache_core.h"
+#include "check.h"
 
 namespace hkv {
 struct CacheManager::Impl {
@@ -83,6 +84,36 @@ bool CacheManager::HoldsEntry(GroupId group, const BlockHash& key) const {
 std::vector<CachedEntry> CacheManager::CachedEntries(
     const Request& request) const {
   return impl_->core.CachedEntries(request);
+}
+std::uint32_t CacheManager::ref_count(BlockId id) const {
+  HKV_REQUIRE(ToIndex(id) < impl_->core.pool().num_blocks(),
+              "block id out of range");
+  return impl_->core.pool().ref_count(id);
+}
+std::optional<std::pair<GroupId, BlockHash>> CacheManager::BlockKey(
+    BlockId id) const {
+  return impl_->core.BlockKey(id);
+}
+std::vector<BlockId> CacheManager::FreeQueue() const {
+  return impl_->core.pool().FreeQueueSnapshot();
+}
+std::optional<BlockId> CacheManager::FindCached(GroupId group,
+                                                const BlockHash& key) const {
+  return impl_->core.FindCached(group, key);
+}
+std::size_t CacheManager::num_cached_entries() const {
+  return impl_->core.pool().num_keys();
+}
+void CacheManager::EvictBlocks(std::span<const BlockId> ids) {
+  impl_->core.EvictBlocks(ids);
+}
+std::uint32_t CacheManager::NumCommonPrefixBlocks(RequestId id,
+                                                  GroupId group) const {
+  return impl_->core.NumCommonPrefixBlocks(id, group);
+}
+void CacheManager::RemoveSkippedBlocks(RequestId id,
+                                       std::uint32_t num_computed_tokens) {
+  impl_->core.RemoveSkippedBlocks(id, num_computed_tokens);
 }
 std::span<const BlockId> CacheManager::block_table(RequestId id,
                                                    GroupId group) const {

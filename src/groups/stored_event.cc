@@ -37,8 +37,10 @@ BlockStored StoredEvent(const Request& request, const StoredRun& run) {
   const std::uint32_t unit = run.unit;
   const std::uint32_t units_per_hash = unit / request.key_scheme().hash_unit;
   const std::span<const BlockHash> keys = request.keys();
-  BlockStored event{
-      .block_size = unit, .lora_id = request.lora_id(), .group = run.group};
+  BlockStored event{.block_size = unit,
+                    .lora_id = request.lora_id(),
+                    .group = run.group,
+                    .first_block = run.first};
   if (run.first > 0) {
     event.parent_block_hash = keys[run.first * units_per_hash - 1];
   }

@@ -74,9 +74,11 @@ class MambaSpec:
 
 @dataclasses.dataclass(frozen=True)
 class KVCacheGroupSpec:
-    """The layers sharing one block table, and their spec."""
+    """The layers sharing one block table, and their spec;
+    ``is_eagle_group``: the layers of a draft model."""
     layer_names: list
     kv_cache_spec: object
+    is_eagle_group: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +94,9 @@ class KVCacheConfig:
 # hkv group kinds; None: a kind hkv does not manage.
 _KINDS = {
     "FullAttentionSpec": "full",
+    "TQFullAttentionSpec": "full",
     "MLAAttentionSpec": "full",
+    "HiddenStateCacheSpec": "full",
     "SlidingWindowSpec": "sliding",
     "SlidingWindowMLASpec": "sliding",
     "ChunkedLocalAttentionSpec": "chunked",
@@ -142,14 +146,15 @@ def _kind(spec, path):
         f"{', '.join(k for k, v in _KINDS.items() if v)})")
 
 
-def _group(spec, path, use_eagle):
-    """One hkv group dict from the engine spec at ``path``."""
+def _group(spec, path, eagle):
+    """One hkv group dict from the engine spec at ``path``; ``eagle``: the
+    group feeds a draft model."""
     kind = _kind(spec, path)
     group = {"kind": kind,
              "block_size": whole(f"{path}.block_size",
                                  _get(spec, "block_size", path), minimum=1)}
     if kind != "mamba":
-        group["eagle"] = bool(use_eagle)
+        group["eagle"] = eagle
     if kind == "sliding":
         group["window"] = whole(f"{path}.sliding_window",
                                 _get(spec, "sliding_window", path), minimum=1)
@@ -163,7 +168,9 @@ def _group(spec, path, use_eagle):
             raise _hkv.UsageError(
                 f"{path}.mamba_cache_mode must be one of "
                 f"{', '.join(_MAMBA_MODES)}, got {mode!r}")
-        group["mode"] = mode
+        # The engine's manager treats "none" as "all" (its config turns
+        # prefix caching off for "none").
+        group["mode"] = "align" if mode == "align" else "all"
         for key, field in (("num_speculative_blocks", "speculative_blocks"),
                            ("num_prefill_checkpoint_blocks",
                             "checkpoint_blocks")):
@@ -174,10 +181,10 @@ def _group(spec, path, use_eagle):
 def groups_from_config(kv_cache_config, use_eagle=False):
     """``(num_blocks, groups)`` from an engine-shaped KV cache config: its
     pool size and one hkv group dict per ``kv_cache_groups`` entry, in
-    order. ``use_eagle`` marks the attention groups as feeding a draft model
-    (a hit drops its last unit, as the engine's managers do); recurrent
-    groups never drop. Raises hkv.UsageError naming a missing or malformed
-    field."""
+    order. With ``use_eagle`` the groups flagged ``is_eagle_group`` (all of
+    them when none is) feed a draft model: their hits drop the last block,
+    as the engine's managers do; recurrent groups never drop. Raises
+    hkv.UsageError naming a missing or malformed field."""
     path = "kv_cache_config"
     num_blocks = whole(f"{path}.num_blocks",
                        _get(kv_cache_config, "num_blocks", path), minimum=1)
@@ -185,9 +192,14 @@ def groups_from_config(kv_cache_config, use_eagle=False):
     if not isinstance(entries, (list, tuple)):
         raise _hkv.UsageError(f"{path}.kv_cache_groups must be a list, got "
                               f"{entries!r}")
+    flagged = [bool(_get(entry, "is_eagle_group", path, False))
+               for entry in entries]
+    if not any(flagged):
+        flagged = [True] * len(entries)
     groups = []
     for i, entry in enumerate(entries):
         where = f"{path}.kv_cache_groups[{i}]"
         spec = _get(entry, "kv_cache_spec", where)
-        groups.append(_group(spec, f"{where}.kv_cache_spec", use_eagle))
+        groups.append(_group(spec, f"{where}.kv_cache_spec",
+                             bool(use_eagle) and flagged[i]))
     return num_blocks, groups

@@ -1,0 +1,465 @@
+"""KVCacheManager: the reference engine's KV-cache manager (vLLM at
+28be48fa), its constructor, calls, attributes and results, over hkv's C++
+cache.
+
+The engine keys its requests (``request.block_hashes``, one digest per
+``hash_block_size`` tokens); hkv takes those keys as they are and never
+sees a token id. Each call is one C++ call plus the conversion of its
+result into the engine's classes (hkv.vllm.engine). Defaults are the
+engine's: its free order (every freed block appended to the free queue),
+its hit rules (no partial-block hits), its statistics (one record per
+lookup). docs/python.md lists what hkv does differently and the opt-ins.
+
+Not thread-safe: one scheduler thread drives a manager.
+"""
+
+from hkv import _hkv
+from hkv.manager import make_groups, whole
+from hkv.vllm import engine
+from hkv.vllm.blocks import BlockPool, check_block_ids
+from hkv.vllm.config import groups_from_config
+
+_FREE_ORDERS = {"append_all": _hkv.FreeOrder.APPEND_ALL,
+                "prepend_uncached": _hkv.FreeOrder.PREPEND_UNCACHED}
+# The engine zeroes new blocks of exactly these spec types (not MLA).
+_ZEROED_SPECS = ("FullAttentionSpec", "TQFullAttentionSpec")
+_MEDIUM_GPU = "GPU"
+# hkv needs one key per complete unit; with caching off the engine hashes
+# nothing, and any key will do.
+_PLACEHOLDER_KEY = b"\0"
+
+
+class _Tracked:
+    """What the manager knows of one request: the engine's object, the
+    hkv request keyed from it, its last lookup, whether it holds blocks."""
+
+    __slots__ = ("request", "mirror", "num_keys", "hit", "holds")
+
+    def __init__(self, request, mirror, num_keys):
+        self.request = request
+        self.mirror = mirror
+        self.num_keys = num_keys
+        self.hit = None
+        self.holds = False
+
+
+class KVCacheManager:
+    """The engine's KVCacheManager, with its parameters in its order.
+
+    ``kv_cache_config``: the engine's KVCacheConfig (or hkv.vllm's, or a
+    dict of the same shape). ``hash_block_size``: tokens per request block
+    hash. ``max_num_batched_tokens``: caps what window groups reserve per
+    request at admission (None: ``max_model_len``). ``metrics_collector``
+    must be None and ``pcp_world_size`` 1 (hkv has neither; UsageError).
+
+    Keyword-only opt-in: ``free_order`` ``"append_all"`` (the engine's:
+    every freed block goes to the back of the free queue) or
+    ``"prepend_uncached"`` (later engines': freed blocks without a key go
+    to the front). Hits follow the engine's rules (whole blocks, no
+    copy-on-write; hkv.KVCacheManager has hkv's own). Raises
+    hkv.UsageError naming a malformed field, hkv.Error for a config hkv
+    rejects.
+    """
+
+    def __init__(self, kv_cache_config, max_model_len, hash_block_size,
+                 max_num_batched_tokens=None, enable_caching=True,
+                 use_eagle=False, log_stats=False,
+                 enable_kv_cache_events=False, dcp_world_size=1,
+                 pcp_world_size=1, metrics_collector=None, *,
+                 free_order="append_all"):
+        if pcp_world_size != 1:
+            raise _hkv.UsageError(
+                f"pcp_world_size must be 1 (hkv has no prefill context "
+                f"parallelism), got {pcp_world_size!r}")
+        if metrics_collector is not None:
+            raise _hkv.UsageError(
+                "metrics_collector must be None: hkv does not sample block "
+                "residency (run the engine without --kv-cache-metrics)")
+        num_blocks, groups = groups_from_config(kv_cache_config, use_eagle)
+        self.max_model_len = whole("max_model_len", max_model_len, minimum=1)
+        if max_num_batched_tokens is None:
+            max_num_batched_tokens = max_model_len
+        config = _hkv.CacheConfig()
+        config.groups = make_groups(groups)
+        config.num_blocks = num_blocks
+        config.dcp = whole("dcp_world_size", dcp_world_size, minimum=1)
+        config.keys = _hkv.KeySchemeOptions(
+            _hkv.parse_key_function("sha256_cbor"),
+            whole("hash_block_size", hash_block_size, minimum=1), None)
+        config.caching = (_hkv.PrefixCaching.ENABLED if enable_caching
+                          else _hkv.PrefixCaching.DISABLED)
+        config.events = (_hkv.KvEventMode.ENABLED if enable_kv_cache_events
+                         else _hkv.KvEventMode.DISABLED)
+        config.free_order = _choice("free_order", free_order, _FREE_ORDERS)
+        config.behaviour = _hkv.Behaviour.ENGINE
+        config.max_model_len = self.max_model_len
+        config.max_in_flight_tokens = whole("max_num_batched_tokens",
+                                            max_num_batched_tokens)
+        self.cache = _hkv.CacheManager(config)  # the C++ cache, 1:1
+        self._engine = engine.classes()
+        self._scheme = self.cache.key_scheme
+        self.hash_block_size = hash_block_size
+        self.enable_caching = enable_caching
+        self.use_eagle = use_eagle
+        self.log_stats = log_stats
+        self.metrics_collector = None
+        self.prefix_cache_stats = self._engine.PrefixCacheStats() if log_stats \
+            else None
+        self.num_kv_cache_groups = len(groups)
+        self.kv_cache_config = kv_cache_config
+        specs = [_spec(kv_cache_config, g) for g in range(len(groups))]
+        self.kv_cache_event_metadata = tuple(engine.spec_kind(s)
+                                             for s in specs)
+        self._block_sizes = [g.block_size * config.dcp for g in config.groups]
+        self._zeroed = [type(s).__name__ in _ZEROED_SPECS for s in specs]
+        self._new_block_ids = []
+        self.pending_events = []
+        self.block_pool = BlockPool(self, num_blocks, enable_caching,
+                                    enable_kv_cache_events)
+        self._views = self.block_pool.blocks
+        self.empty_kv_cache_blocks = self._engine.KVCacheBlocks(
+            tuple(() for _ in groups))
+        self._tracked = {}  # request_id -> _Tracked
+        self._next_id = 0
+
+    # The calls the engine's scheduler makes ------------------------------
+
+    @property
+    def usage(self):
+        """Fraction of usable blocks in use, 0 to 1."""
+        return self.cache.usage
+
+    def make_prefix_cache_stats(self):
+        """The prefix-cache counters since the last call (one record per
+        lookup, as the engine counts), or None without ``log_stats``."""
+        if not self.log_stats:
+            return None
+        stats = self.prefix_cache_stats
+        self.prefix_cache_stats = self._engine.PrefixCacheStats()
+        return stats
+
+    def get_computed_blocks(self, request):
+        """``(KVCacheBlocks, num_tokens)``: the longest cached prefix of a
+        request holding no blocks, at most num_tokens - 1 tokens; none
+        with caching off or ``skip_reading_prefix_cache``."""
+        if not self.enable_caching or request.skip_reading_prefix_cache:
+            return self.empty_kv_cache_blocks, 0
+        tracked = self._track(request)
+        if tracked.holds:
+            raise _hkv.UsageError(
+                f"get_computed_blocks for request {request.request_id!r}, "
+                "which holds blocks: only a new or preempted request looks up")
+        hit = self.cache.lookup(tracked.mirror)
+        tracked.hit = hit
+        if self.log_stats:
+            self.prefix_cache_stats.record(
+                num_tokens=request.num_tokens, num_hits=hit.num_tokens,
+                preempted=request.num_preemptions > 0)
+        return self._blocks(hit.blocks), hit.num_tokens
+
+    def allocate_slots(self, request, num_new_tokens,
+                       num_new_computed_tokens=0, new_computed_blocks=None,
+                       num_lookahead_tokens=0, num_external_computed_tokens=0,
+                       delay_cache_blocks=False, num_encoder_tokens=0,
+                       full_sequence_must_fit=False):
+        """The blocks this allocation places from where its slots start in
+        each group (null padding included), or None when free blocks are
+        short; then caches the prefix up to min(computed + hit + external +
+        new tokens, the request's tokens) unless ``delay_cache_blocks``.
+        ``new_computed_blocks`` with ``num_new_computed_tokens`` is the
+        request's lookup (a smaller count cuts it). Raises ValueError for no
+        new nor external tokens, as the engine does, and hkv.UsageError for
+        a hit that is not the request's lookup or encoder tokens."""
+        if num_new_tokens == 0 and num_external_computed_tokens == 0:
+            raise ValueError(
+                "num_new_tokens must be greater than 0 when there are no "
+                "external computed tokens")
+        if num_encoder_tokens:
+            raise _hkv.UsageError(
+                f"num_encoder_tokens must be 0 (hkv has no cross-attention "
+                f"groups), got {num_encoder_tokens!r}")
+        tracked = self._track(request)
+        hit = self._hit(tracked, num_new_computed_tokens, new_computed_blocks)
+        computed = request.num_computed_tokens
+        total_computed = min(computed + num_new_computed_tokens
+                             + num_external_computed_tokens,
+                             self.max_model_len)
+        commit = None
+        if self.enable_caching and not delay_cache_blocks:
+            commit = min(total_computed + num_new_tokens, request.num_tokens)
+        tables = self.cache.allocate_slots(
+            tracked.mirror, num_new_tokens, computed, hit,
+            num_lookahead_tokens, num_external_computed_tokens,
+            full_sequence_must_fit, commit, self._zeroed,
+            self._new_block_ids)
+        if tables is None:
+            return None
+        tracked.holds = True
+        tracked.hit = None
+        self.drain_events(tracked)
+        return self._blocks(tables)
+
+    def free(self, request):
+        """Releases the request's blocks, last first (cached ones stay
+        findable until evicted), and forgets it."""
+        tracked = self._tracked.pop(request.request_id, None)
+        if tracked is not None and tracked.holds:
+            self.cache.free(tracked.mirror.id)
+            self.drain_events()
+
+    def remove_skipped_blocks(self, request_id, total_computed_tokens):
+        """Releases the request's blocks no step reads once
+        ``total_computed_tokens`` are computed (out of a window, superseded
+        states), replacing them with the null block."""
+        tracked = self._tracked.get(request_id)
+        if tracked is not None and tracked.holds:
+            self.cache.remove_skipped_blocks(
+                tracked.mirror.id,
+                whole("total_computed_tokens", total_computed_tokens))
+
+    def evict_blocks(self, block_ids):
+        """Drops the keys of the blocks (a connector failed to load them)."""
+        check_block_ids(block_ids, self.block_pool.num_gpu_blocks)
+        self.cache.evict_blocks(sorted(block_ids))
+        self.drain_events()
+
+    def reset_prefix_cache(self):
+        """Drops every cached prefix; False (and no change) while any
+        request holds blocks."""
+        if not self.cache.reset_prefix_cache():
+            return False
+        self.drain_events()
+        if self.log_stats:
+            self.prefix_cache_stats.reset = True
+        return True
+
+    def get_num_common_prefix_blocks(self, running_request_id):
+        """Per group, the leading blocks every request holding blocks holds
+        (0 for groups that do not read the whole prefix)."""
+        tracked = self._tracked.get(running_request_id)
+        if tracked is None or not tracked.holds:
+            raise _hkv.UsageError(
+                f"request {running_request_id!r} holds no blocks")
+        rid = tracked.mirror.id
+        return [self.cache.num_common_prefix_blocks(rid, g)
+                for g in range(self.num_kv_cache_groups)]
+
+    def take_events(self):
+        """KV events since the last call, oldest first: the engine's
+        BlockStored (annotated with its group's spec kind and window, as
+        the engine does; a warning for a group index out of range),
+        BlockRemoved and AllBlocksCleared."""
+        self.drain_events()
+        events, self.pending_events = self.pending_events, []
+        metadata = self.kv_cache_event_metadata
+        for event in events:
+            if not isinstance(event, self._engine.BlockStored) or \
+                    event.group_idx is None:
+                continue
+            if not 0 <= event.group_idx < len(metadata):
+                self._engine.logger.warning(
+                    "Group index `%s` not in KV cache metadata",
+                    event.group_idx)
+                continue
+            (event.kv_cache_spec_kind,
+             event.kv_cache_spec_sliding_window) = metadata[event.group_idx]
+        return events
+
+    def get_blocks(self, request_id):
+        """The request's block table, per group."""
+        tracked = self._tracked.get(request_id)
+        if tracked is None or not tracked.holds:
+            return self.empty_kv_cache_blocks
+        return self._blocks(self.cache.block_tables(tracked.mirror.id))
+
+    def get_block_ids(self, request_id):
+        """The request's block ids, one list per group."""
+        return self.get_blocks(request_id).get_block_ids()
+
+    def cache_blocks(self, request, num_computed_tokens):
+        """Caches the request's prefix up to ``num_computed_tokens`` (after
+        an allocation with ``delay_cache_blocks``); a no-op with caching
+        off."""
+        if not self.enable_caching:
+            return
+        tracked = self._tracked.get(request.request_id)
+        if tracked is None or not tracked.holds:
+            raise _hkv.UsageError(
+                f"cache_blocks for request {request.request_id!r}, which "
+                "holds no blocks")
+        self._sync(tracked)
+        self.cache.commit(tracked.mirror,
+                          whole("num_computed_tokens", num_computed_tokens))
+        self.drain_events(tracked)
+
+    def create_kv_cache_blocks(self, blocks):
+        """The engine's KVCacheBlocks of per-group block lists (the shared
+        empty one when there are none)."""
+        return (self._engine.KVCacheBlocks(blocks) if any(blocks)
+                else self.empty_kv_cache_blocks)
+
+    def take_new_block_ids(self):
+        """The ids of blocks placed in full-attention groups since the last
+        call, for the worker to zero."""
+        ids, self._new_block_ids = self._new_block_ids, []
+        return ids
+
+    def new_step_starts(self):
+        """A scheduler step starts: recurrent states cached in the previous
+        one can now be hit."""
+        self.cache.finish_step()
+
+    # Helpers --------------------------------------------------------------
+
+    def _blocks(self, tables):
+        """KVCacheBlocks of the block views for per-group id lists."""
+        if not any(tables):
+            return self.empty_kv_cache_blocks
+        views = self._views
+        return self._engine.KVCacheBlocks(
+            tuple([views[i] for i in ids] for ids in tables))
+
+    def _hit(self, tracked, num_tokens, blocks):
+        """The CacheHit to adopt: the request's lookup cut to
+        ``num_tokens``, or None. Raises hkv.UsageError for a hit the
+        request was not given."""
+        passed = blocks is not None and blocks is not \
+            self.empty_kv_cache_blocks and any(blocks.blocks)
+        if not num_tokens and not passed:
+            return None
+        hit = tracked.hit
+        if tracked.holds or hit is None:
+            raise _hkv.UsageError(
+                f"a hit for request {tracked.request.request_id!r}, which "
+                + ("holds blocks already" if tracked.holds else
+                   "get_computed_blocks has not looked up"))
+        if num_tokens != hit.num_tokens:
+            hit = self.cache.truncate_hit(hit, whole("num_new_computed_tokens",
+                                                     num_tokens))
+        if passed and blocks.get_block_ids() != tuple(hit.blocks):
+            raise _hkv.UsageError(
+                f"new_computed_blocks for request "
+                f"{tracked.request.request_id!r} are not its lookup's "
+                f"{num_tokens} tokens")
+        return hit
+
+    def _track(self, request):
+        """The _Tracked for ``request``, keyed up to its current tokens.
+        Raises hkv.UsageError for another live request with its id."""
+        tracked = self._tracked.get(request.request_id)
+        if tracked is None:
+            tracked = self._start(request)
+            self._tracked[request.request_id] = tracked
+        elif tracked.request is not request:
+            raise _hkv.UsageError(
+                f"request id {request.request_id!r} is in use by another "
+                "request, which holds blocks or was looked up and not freed")
+        else:
+            self._sync(tracked)
+        return tracked
+
+    def _keys(self, request, count):
+        """The request's first ``count`` block hashes (placeholders with
+        caching off, where the engine hashes nothing)."""
+        hashes = request.block_hashes
+        if not self.enable_caching:
+            return [_PLACEHOLDER_KEY] * count
+        if len(hashes) < count:
+            raise _hkv.UsageError(
+                f"request {request.request_id!r} has {len(hashes)} block "
+                f"hashes for {request.num_tokens} tokens; "
+                f"{count} expected at hash_block_size {self.hash_block_size}")
+        if self.block_pool.digest_size is None and count:
+            self.block_pool.digest_size = len(hashes[0])
+        return hashes
+
+    def _start(self, request):
+        """A new _Tracked keyed from the request's prompt, then its
+        outputs."""
+        unit = self.hash_block_size
+        prompt = request.num_prompt_tokens
+        keys = self._keys(request, request.num_tokens // unit)
+        lora = request.lora_request
+        mirror = _hkv.Request.with_caller_keys(
+            self._next_id, prompt, keys[:prompt // unit], self._scheme,
+            _hkv.CacheRead.SKIPPED if request.skip_reading_prefix_cache
+            else _hkv.CacheRead.ALLOWED,
+            None if lora is None else lora.lora_int_id)
+        self._next_id += 1
+        tracked = _Tracked(request, mirror, prompt // unit)
+        self._sync(tracked)
+        return tracked
+
+    def _sync(self, tracked):
+        """Appends the request's tokens hkv has not seen, with their keys."""
+        request = tracked.request
+        num_new = request.num_tokens - tracked.mirror.num_tokens
+        if num_new == 0:
+            return
+        if num_new < 0:
+            raise _hkv.UsageError(
+                f"request {request.request_id!r} has {request.num_tokens} "
+                f"tokens, fewer than the {tracked.mirror.num_tokens} seen: "
+                "tokens only grow")
+        count = request.num_tokens // self.hash_block_size
+        keys = self._keys(request, count)
+        if self.enable_caching:
+            tracked.mirror.append_keyed_tokens(num_new, keys,
+                                               tracked.num_keys)
+        else:
+            tracked.mirror.append_keyed_tokens(
+                num_new, keys[:count - tracked.num_keys])
+        tracked.num_keys = count
+
+    def drain_events(self, tracked=None):
+        """Moves the C++ cache's events into ``pending_events`` as the
+        engine's classes; blocks stored are the request ``tracked``'s (its
+        tokens and LoRA). The block pool's ``kv_event_queue`` reads them."""
+        if not self.block_pool.enable_kv_cache_events:
+            return
+        for event in self.cache.take_events():
+            converted = self._convert(event, tracked)
+            if converted is not None:
+                self.pending_events.append(converted)
+
+    def _convert(self, event, tracked):
+        """One hkv event as the engine's."""
+        key = self.block_pool.engine_key
+        convert = self._engine.convert_block_hash
+        if isinstance(event, _hkv.BlockRemoved):
+            return self._engine.BlockRemoved(
+                block_hashes=[convert(key(h)) for h in event.block_hashes],
+                medium=_MEDIUM_GPU, group_idx=event.group)
+        if isinstance(event, _hkv.AllBlocksCleared):
+            return self._engine.AllBlocksCleared()
+        group = event.group
+        block_size = self._block_sizes[group]
+        request = tracked.request if tracked is not None else None
+        start = event.first_block * block_size
+        end = start + len(event.block_hashes) * block_size
+        lora = None if request is None else request.lora_request
+        parent = event.parent_block_hash
+        return self._engine.BlockStored(
+            block_hashes=[convert(key(h)) for h in event.block_hashes],
+            parent_block_hash=None if parent is None else convert(key(parent)),
+            token_ids=[] if request is None
+            else list(request.all_token_ids[start:end]),
+            block_size=block_size,
+            lora_id=None if lora is None else lora.lora_int_id,
+            medium=_MEDIUM_GPU,
+            lora_name=None if lora is None else lora.lora_name,
+            extra_keys=None, group_idx=group)
+
+
+def _choice(name, value, names):
+    if value not in names:
+        raise _hkv.UsageError(f"{name} {value!r} is not one of "
+                              f"{sorted(names)}")
+    return names[value]
+
+
+def _spec(kv_cache_config, group):
+    entry = kv_cache_config["kv_cache_groups"][group] if isinstance(
+        kv_cache_config, dict) else kv_cache_config.kv_cache_groups[group]
+    return entry["kv_cache_spec"] if isinstance(entry, dict) \
+        else entry.kv_cache_spec
