@@ -161,6 +161,39 @@ TEST(EngineViewsTest, EngineBehaviourAllocatesForComputedTokensPastItsSlots) {
   }
 }
 
+TEST(EngineViewsTest, EngineRecurrentGroupsKeepTheEnginesBlocks) {
+  // The engine takes num_speculative_blocks (2) off the token count before
+  // it releases states, and stops at the first null slot.
+  CacheManager cache = Make({{.block_size = 16},
+                             {.kind = GroupKind::kRecurrent,
+                              .block_size = 16,
+                              .recurrent_mode = RecurrentMode::kAll,
+                              .speculative_blocks = 2}},
+                            64, 16);
+  const Request a({.id = RequestId{1}}, Range(0, 80), cache.key_scheme());
+  ASSERT_TRUE(cache.Allocate(a, {.num_new_tokens = 64}));
+  EXPECT_EQ(Table(cache, a.id(), GroupId{1}).size(), 6u);  // 4 + 2 drafts
+  cache.RemoveSkippedBlocks(a.id(), 50);  // (50 - 2 - 1) / 16 = 2 released
+  const std::vector<BlockId> state = Table(cache, a.id(), GroupId{1});
+  EXPECT_EQ(state[0], kNullBlock);
+  EXPECT_EQ(state[1], kNullBlock);
+  EXPECT_NE(state[2], kNullBlock);
+}
+
+TEST(EngineViewsTest, EngineWholeSequenceAdmissionCountsRecurrentBlocks) {
+  // Outside align mode the engine's recurrent group needs a block per 16
+  // tokens of the whole prompt: 8 + 8 here, with 12 free.
+  CacheManager cache = Make({{.block_size = 16},
+                             {.kind = GroupKind::kRecurrent,
+                              .block_size = 16,
+                              .recurrent_mode = RecurrentMode::kAll}},
+                            13, 16);
+  const Request a({.id = RequestId{1}}, Range(0, 128), cache.key_scheme());
+  EXPECT_FALSE(cache.Allocate(
+      a, {.num_new_tokens = 32, .gate = AdmissionGate::kWholeSequence}));
+  EXPECT_TRUE(cache.Allocate(a, {.num_new_tokens = 32}));
+}
+
 TEST(EngineViewsTest, BehaviourOutOfRangeIsRefused) {
   const Result<CacheManager> cache =
       CacheManager::Create({.groups = {{.block_size = 16}},

@@ -1,6 +1,7 @@
 #include "cache/cache_geometry.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "check.h"
@@ -102,6 +103,7 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
   facts.hash_unit = unit;
   facts.scheduler_block = lcm;
   facts.partial_hits = PartialHits(config);
+  facts.engine_rules = config.behaviour == Behaviour::kEngine;
   facts.alignment = facts.partial_hits ? unit : lcm;
   facts.placement = config.retention == Retention::kPlacement;
   facts.retention_interval = facts.placement ? std::optional<std::uint32_t>{0}
@@ -125,6 +127,11 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
   for (std::size_t i = 0; i < config.groups.size(); ++i) {
     const GroupSpec& spec = config.groups[i];
     const GroupId id{static_cast<std::uint32_t>(i)};
+    // The reference engine caps a whole-sequence admission in the groups
+    // that recycle blocks (windows, chunks) only: its recurrent groups
+    // outside align mode count a block per block of tokens.
+    const bool capped = config.behaviour != Behaviour::kEngine ||
+                        spec.kind != GroupKind::kRecurrent;
     DraftRewind rewind = DraftRewind::kNone;
     for (const SpecGroup& g : geometry.spec_groups) {
       if (std::find(g.members.begin(), g.members.end(), id) !=
@@ -139,12 +146,14 @@ CacheGeometry ResolveGeometry(const CacheConfig& config) {
                      ? 0
                      : static_cast<std::uint32_t>(i),
          .rewind = rewind,
-         .admission_cap = MaxBlocksPerRequest(
-             spec,
-             {.max_model_len = config.max_model_len,
-              .max_in_flight_tokens =
-                  config.max_in_flight_tokens.value_or(config.max_model_len),
-              .dcp = config.dcp})});
+         .admission_cap =
+             capped ? MaxBlocksPerRequest(
+                          spec, {.max_model_len = config.max_model_len,
+                                 .max_in_flight_tokens =
+                                     config.max_in_flight_tokens.value_or(
+                                         config.max_model_len),
+                                 .dcp = config.dcp})
+                    : std::numeric_limits<std::uint64_t>::max()});
   }
   return geometry;
 }

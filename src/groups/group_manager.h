@@ -42,6 +42,8 @@ struct CacheFacts {
   // already rewound: a draft model exists and every group covering
   // positions without states rewinds its own hits.
   bool junction_rewound = false;
+  // Behaviour::kEngine: the reference engine's rules where hkv's own differ.
+  bool engine_rules = false;
 };
 
 // Fixed facts of one group, decided by the cache core at construction.

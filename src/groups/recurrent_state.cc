@@ -220,8 +220,41 @@ void RecurrentStateManager::AllocateNew(GroupTable& table,
   table.allocated_once = true;
 }
 
+void RecurrentStateManager::RemoveSkippedBlocksAsEngine(
+    GroupTable& table, std::uint32_t num_processed) {
+  // The reference engine's MambaManager.remove_skipped_blocks: it takes
+  // num_speculative_blocks off the token count (drafts it may have counted
+  // as computed), releases from the last skipped block back to the first
+  // null one, then (align mode) the state block two steps old.
+  const std::uint32_t n = num_processed > speculative_blocks_
+                              ? num_processed - speculative_blocks_
+                              : 0;
+  const std::uint32_t b = geometry_.block_size;
+  std::vector<BlockId> released;
+  if (n > 1) {
+    const std::uint32_t count = std::min<std::uint32_t>(
+        (n - 1) / b, static_cast<std::uint32_t>(table.blocks.size()));
+    for (std::uint32_t i = count; i-- > 0;) {
+      if (table.blocks[i] == kNullBlock) break;
+      released.push_back(table.blocks[i]);
+      table.blocks[i] = kNullBlock;
+    }
+  }
+  const std::optional<std::uint32_t> last = table.last_state_index;
+  if (aligned() && n > 0 && last && *last + 1 < (n + b - 1) / b &&
+      *last < table.blocks.size() && table.blocks[*last] != kNullBlock) {
+    released.push_back(table.blocks[*last]);
+    table.blocks[*last] = kNullBlock;
+  }
+  if (!released.empty()) pool_.Free(released);
+}
+
 void RecurrentStateManager::RemoveSkippedBlocks(GroupTable& table,
                                                 std::uint32_t num_processed) {
+  if (cache_.engine_rules) {
+    RemoveSkippedBlocksAsEngine(table, num_processed);
+    return;
+  }
   if (!aligned()) {
     GroupManager::RemoveSkippedBlocks(table, num_processed);
     return;

@@ -66,6 +66,9 @@ class RecurrentStateManager final : public GroupManager {
 
  private:
   bool aligned() const { return mode_ == RecurrentMode::kAlign; }
+  // RemoveSkippedBlocks under the reference engine's rules.
+  void RemoveSkippedBlocksAsEngine(GroupTable& table,
+                                   std::uint32_t num_processed);
   // A demand with the speculative slots added (kAll uses the generic
   // allocation on it).
   AllocationDemand WithSpeculativeSlots(const AllocationDemand& demand) const;

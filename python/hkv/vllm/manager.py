@@ -235,7 +235,10 @@ class KVCacheManager:
 
     def get_num_common_prefix_blocks(self, running_request_id):
         """Per group, the leading blocks every request holding blocks holds
-        (0 for groups that do not read the whole prefix)."""
+        (0 for groups that do not read the whole prefix, and everywhere
+        with caching off, as the engine counts)."""
+        if not self.enable_caching:
+            return [0] * self.num_kv_cache_groups
         tracked = self._tracked.get(running_request_id)
         if tracked is None or not tracked.holds:
             raise _hkv.UsageError(

@@ -11,6 +11,7 @@ name it. Without the variable (or with ``0``) it changes nothing.
 import os
 
 ENV = "HKV_KV_CACHE_MANAGER"
+_engine_class = None  # the engine's own KVCacheManager, once replaced
 
 
 def enabled():
@@ -40,5 +41,17 @@ def install():
 
     from hkv.vllm.manager import KVCacheManager
 
+    global _engine_class
+    if engine_manager.KVCacheManager is not KVCacheManager:
+        _engine_class = engine_manager.KVCacheManager
     engine_manager.KVCacheManager = KVCacheManager
     engine_scheduler.KVCacheManager = KVCacheManager
+
+
+def engine_manager_class():
+    """The engine's own KVCacheManager, replaced or not."""
+    if _engine_class is not None:
+        return _engine_class
+    import vllm.v1.core.kv_cache_manager as engine_manager
+
+    return engine_manager.KVCacheManager
