@@ -67,6 +67,7 @@ class Workload:
     # blocks)
     resets: dict
     steps: int
+    max_model_len: int = 2048
 
 
 def workload(seed):
@@ -148,14 +149,18 @@ def _spec(kind, b, num_spec_tokens):
                      num_speculative_blocks=num_spec_tokens)
 
 
-def _scheduler(w, manager_class):
+def make_scheduler(w, manager_class=None):
+    """The engine's Scheduler for workload ``w``, building
+    ``manager_class`` as its manager (None: whichever KVCacheManager the
+    engine's scheduler module names)."""
     mamba_mode = next((k.split("_")[1] for k in w.kinds
                        if k.startswith("mamba")), "none")
     model = ModelConfig(model="facebook/opt-125m", dtype="float16", seed=42,
-                        max_model_len=2048)
+                        max_model_len=w.max_model_len)
     scheduler_config = SchedulerConfig(
         max_num_seqs=w.max_num_seqs,
-        max_num_batched_tokens=w.max_num_batched_tokens, max_model_len=2048,
+        max_num_batched_tokens=w.max_num_batched_tokens,
+        max_model_len=w.max_model_len,
         enable_chunked_prefill=True, is_encoder_decoder=False)
     cache_config = CacheConfig(block_size=w.block_size,
                                gpu_memory_utilization=0.9, cache_dtype="auto",
@@ -180,7 +185,7 @@ def _scheduler(w, manager_class):
             for i, (kind, eagle) in enumerate(zip(w.kinds, w.eagle_groups))])
     cache_config.num_gpu_blocks = w.num_blocks
     saved = scheduler_module.KVCacheManager
-    scheduler_module.KVCacheManager = manager_class
+    scheduler_module.KVCacheManager = manager_class or saved
     try:
         return scheduler_module.Scheduler(
             vllm_config=vllm_config, kv_cache_config=kv_cache_config,
@@ -225,7 +230,8 @@ def _model_output(rng, out, scheduler):
     for rid, n in out.num_scheduled_tokens.items():
         request = scheduler.requests[rid]
         ids.append(rid)
-        if request.num_computed_tokens + n < request.num_tokens:
+        # schedule() counted the step's tokens as computed already.
+        if request.num_computed_tokens < request.num_tokens:
             sampled.append([])  # mid-prefill
             continue
         drafts = len(out.scheduled_spec_decode_tokens.get(rid, ()))
@@ -291,8 +297,8 @@ def run(seed, manager_class=None):
     init_none_hash(sha256)
     w = workload(seed)
     engine_class = plugin.engine_manager_class()
-    sides = [_scheduler(w, engine_class),
-             _scheduler(w, manager_class or hkv.vllm.KVCacheManager)]
+    sides = [make_scheduler(w, engine_class),
+             make_scheduler(w, manager_class or hkv.vllm.KVCacheManager)]
     coverage = Coverage()
     rngs = [random.Random(seed * 7919 + 1) for _ in sides]
     pending = list(w.arrivals)
@@ -318,6 +324,27 @@ def run(seed, manager_class=None):
             for s, r in zip(sides, rngs):
                 s.update_draft_token_ids(_drafts(r, w, s))
         if not pending and not sides[0].has_unfinished_requests():
+            break
+    return coverage
+
+
+def serve(w, scheduler, seed=0):
+    """Runs workload ``w`` on one scheduler to the end; returns the
+    Coverage."""
+    init_none_hash(sha256)
+    rng = random.Random(seed)
+    coverage = Coverage()
+    pending = list(w.arrivals)
+    for step in range(w.steps):
+        while pending and pending[0][0] <= step:
+            _, rid, prompt, max_tokens = pending.pop(0)
+            scheduler.add_request(_request(w, rid, prompt, max_tokens))
+        out = scheduler.schedule()
+        _cover(coverage, _summary(out))
+        scheduler.update_from_output(out, _model_output(rng, out, scheduler))
+        if w.spec_method:
+            scheduler.update_draft_token_ids(_drafts(rng, w, scheduler))
+        if not pending and not scheduler.has_unfinished_requests():
             break
     return coverage
 

@@ -1,0 +1,120 @@
+"""One step of the reference engine's own Scheduler (schedule() then
+update_from_output()) on the engine's KVCacheManager and on hkv's.
+
+Needs the engine's source tree (HKV_VLLM_SRC, else
+../shared/reference/vllm-28be48fa), imported as python/tests/vllm_compat
+does. Two workloads, each on full attention and on a hybrid (full
+attention, Mamba in align mode, sliding window of 4096), block 16, prefix
+caching on, 8192 tokens per step:
+
+- long: 4 requests of 131072 tokens sharing their first 65536, prefilled
+  in 8192-token chunks, then 32 decode steps;
+- decode: 256 requests of 2048 tokens (sharing 1024) prefilled, then 200
+  decode steps of all 256.
+
+Prints, per workload, model and manager, the median and worst step time
+(time.perf_counter around schedule() + update_from_output()), and the
+engine/hkv ratio of medians. Requests are built (and their block hashes
+computed) before the clock starts.
+
+    PYTHONPATH=build/release/python:python:python/tests /usr/bin/python3 \\
+        python/bench/bench_scheduler_step.py
+"""
+
+import argparse
+import random
+import statistics
+import sys
+import time
+
+from vllm_compat import reference
+
+TREE, REASON = reference.load()
+if TREE is None:
+    sys.exit(f"bench_scheduler_step: {REASON}")
+
+from vllm.v1.outputs import ModelRunnerOutput  # noqa: E402
+from vllm_compat import differential as d  # noqa: E402
+
+import hkv.vllm  # noqa: E402
+from hkv.vllm import plugin  # noqa: E402
+
+MODELS = {"full": ["full"], "hybrid": ["full", "mamba_align", "swa"]}
+
+
+def workload(kinds, name):
+    rng = random.Random(0)
+    if name == "long":
+        shared = [rng.randrange(1, 30000) for _ in range(65536)]
+        arrivals = [(0, f"r{i}", shared + [rng.randrange(1, 30000)
+                                            for _ in range(65536)], 32)
+                    for i in range(4)]
+        num_blocks = 40000
+    else:
+        shared = [rng.randrange(1, 30000) for _ in range(1024)]
+        arrivals = [(0, f"r{i}", shared + [rng.randrange(1, 30000)
+                                            for _ in range(1024)], 200)
+                    for i in range(256)]
+        num_blocks = 3 * 256 * (2048 + 200) // 16 + 64
+    w = d.Workload(seed=0, block_size=16, kinds=list(kinds),
+                   eagle_groups=[False] * len(kinds), num_blocks=num_blocks,
+                   caching=True, spec_method=None, num_spec_tokens=0,
+                   max_num_batched_tokens=8192, max_num_seqs=256,
+                   arrivals=arrivals, resets={}, steps=100000,
+                   max_model_len=140000)
+    return w
+
+
+def output(out, scheduler):
+    ids, sampled = [], []
+    for rid, n in out.num_scheduled_tokens.items():
+        request = scheduler.requests[rid]
+        ids.append(rid)
+        # schedule() counted the step's tokens as computed already.
+        done = request.num_computed_tokens >= request.num_tokens
+        sampled.append([7] if done else [])
+    return ModelRunnerOutput(req_ids=ids,
+                             req_id_to_index={r: i for i, r in enumerate(ids)},
+                             sampled_token_ids=sampled, logprobs=None,
+                             prompt_logprobs_dict={}, pooler_output=[])
+
+
+def run(w, manager_class):
+    scheduler = d.make_scheduler(w, manager_class)
+    requests = [d._request(w, rid, prompt, n)
+                for _, rid, prompt, n in w.arrivals]
+    for r in requests:
+        scheduler.add_request(r)
+    samples = []
+    while scheduler.has_unfinished_requests():
+        start = time.perf_counter()
+        out = scheduler.schedule()
+        model = output(out, scheduler)  # built inside: both pay the same
+        scheduler.update_from_output(out, model)
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workloads", default="long,decode")
+    args = parser.parse_args(argv)
+    d.init_none_hash(d.sha256)
+    engine = plugin.engine_manager_class()
+    for name in args.workloads.split(","):
+        for model, kinds in MODELS.items():
+            w = workload(kinds, name)
+            medians = {}
+            for label, cls in (("engine", engine),
+                               ("hkv", hkv.vllm.KVCacheManager)):
+                samples = run(w, cls)
+                medians[label] = statistics.median(samples)
+                print(f"{name:6s} {model:6s} {label:6s} {len(samples):4d} "
+                      f"steps: median {medians[label] * 1e3:8.3f} ms, "
+                      f"worst {max(samples) * 1e3:8.3f} ms", flush=True)
+            print(f"{name:6s} {model:6s} engine/hkv median step: "
+                  f"{medians['engine'] / medians['hkv']:.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
