@@ -228,3 +228,25 @@ def test_import_without_the_extension(tmp_path):
                          capture_output=True, text=True, check=True).stdout
     assert "hkv.vllm needs the compiled extension hkv._hkv" in out
     assert "hkv_py" in out
+
+
+def test_decode_inside_a_block_changes_nothing_then_the_block_is_cached():
+    kv = manager(enable_kv_cache_events=True)
+    a = v.Request("a", range(20))
+    admit(kv, a)
+    kv.take_events()
+    for i in range(11):  # tokens 20..31: inside block 1
+        a.append_output_token_ids(100 + i)
+        assert kv.allocate_slots(a, 1) is kv.empty_kv_cache_blocks
+        a.num_computed_tokens += 1
+    assert kv.get_block_ids("a") == ([1, 2],) and kv.take_events() == []
+    a.append_output_token_ids(111)  # the 32nd token fills block 1
+    assert kv.allocate_slots(a, 1).get_block_ids() == ([],)
+    (stored,) = kv.take_events()
+    assert stored.token_ids == list(range(16, 20)) + list(range(100, 112))
+    assert kv.block_pool.blocks[2].block_hash == a.block_hashes[1] + bytes(4)
+    a.num_computed_tokens += 1
+    a.append_output_token_ids(112)
+    assert kv.allocate_slots(a, 1).get_block_ids() == ([3],)
+    b = v.Request("b", list(a.all_token_ids) + [5])
+    assert kv.get_computed_blocks(b)[1] == 32

@@ -5,7 +5,9 @@ cache.
 The engine keys its requests (``request.block_hashes``, one digest per
 ``hash_block_size`` tokens); hkv takes those keys as they are and never
 sees a token id. Each call is one C++ call plus the conversion of its
-result into the engine's classes (hkv.vllm.engine). Defaults are the
+result into the engine's classes (hkv.vllm.engine), but for a decode step
+that crosses no block boundary of any group: allocate_slots then knows
+nothing would change and returns at once (_quiet). Defaults are the
 engine's: its free order (every freed block appended to the free queue),
 its hit rules (no partial-block hits), its statistics (one record per
 lookup). docs/python.md lists what hkv does differently and the opt-ins.
@@ -33,7 +35,7 @@ class _Tracked:
     """What the manager knows of one request: the engine's object, the
     hkv request keyed from it, its last lookup, whether it holds blocks."""
 
-    __slots__ = ("request", "mirror", "num_keys", "hit", "holds")
+    __slots__ = ("request", "mirror", "num_keys", "hit", "holds", "quiet")
 
     def __init__(self, request, mirror, num_keys):
         self.request = request
@@ -41,6 +43,9 @@ class _Tracked:
         self.num_keys = num_keys
         self.hit = None
         self.holds = False
+        # After an allocation: (epoch, lookahead, commit?, and the token
+        # ranges over which the next one would change nothing).
+        self.quiet = None
 
 
 class KVCacheManager:
@@ -120,6 +125,9 @@ class KVCacheManager:
         self.empty_kv_cache_blocks = self._engine.KVCacheBlocks(
             tuple(() for _ in groups))
         self._tracked = {}  # request_id -> _Tracked
+        self._boundaries = _boundaries(config.groups, self._block_sizes)
+        # Bumped by every call that changes tables outside allocate_slots.
+        self._epoch = 0
         self._next_id = 0
 
     # The calls the engine's scheduler makes ------------------------------
@@ -178,6 +186,16 @@ class KVCacheManager:
             raise _hkv.UsageError(
                 f"num_encoder_tokens must be 0 (hkv has no cross-attention "
                 f"groups), got {num_encoder_tokens!r}")
+        tracked = self._tracked.get(request.request_id)
+        if (tracked is not None and tracked.quiet is not None
+                and tracked.request is request
+                and not num_new_computed_tokens
+                and new_computed_blocks is None
+                and not num_external_computed_tokens
+                and not full_sequence_must_fit
+                and self._quiet(tracked.quiet, request, num_new_tokens,
+                                num_lookahead_tokens, delay_cache_blocks)):
+            return self.empty_kv_cache_blocks
         tracked = self._track(request)
         hit = self._hit(tracked, num_new_computed_tokens, new_computed_blocks)
         computed = request.num_computed_tokens
@@ -196,6 +214,12 @@ class KVCacheManager:
             return None
         tracked.holds = True
         tracked.hit = None
+        main = total_computed + num_new_tokens
+        tracked.quiet = (
+            self._epoch, num_lookahead_tokens, commit is None,
+            *self._cell(total_computed), *self._cell(main),
+            *self._cell(min(main + num_lookahead_tokens, self.max_model_len)),
+            *self._cell(-1 if commit is None else commit))
         self.drain_events(tracked)
         return self._blocks(tables)
 
@@ -211,6 +235,7 @@ class KVCacheManager:
         """Releases the request's blocks no step reads once
         ``total_computed_tokens`` are computed (out of a window, superseded
         states), replacing them with the null block."""
+        self._epoch += 1
         tracked = self._tracked.get(request_id)
         if tracked is not None and tracked.holds:
             self.cache.remove_skipped_blocks(
@@ -219,6 +244,7 @@ class KVCacheManager:
 
     def evict_blocks(self, block_ids):
         """Drops the keys of the blocks (a connector failed to load them)."""
+        self._epoch += 1
         check_block_ids(block_ids, self.block_pool.num_gpu_blocks)
         self.cache.evict_blocks(sorted(block_ids))
         self.drain_events()
@@ -226,6 +252,7 @@ class KVCacheManager:
     def reset_prefix_cache(self):
         """Drops every cached prefix; False (and no change) while any
         request holds blocks."""
+        self._epoch += 1
         if not self.cache.reset_prefix_cache():
             return False
         self.drain_events()
@@ -290,6 +317,7 @@ class KVCacheManager:
             raise _hkv.UsageError(
                 f"cache_blocks for request {request.request_id!r}, which "
                 "holds no blocks")
+        self._epoch += 1
         self._sync(tracked)
         self.cache.commit(tracked.mirror,
                           whole("num_computed_tokens", num_computed_tokens))
@@ -313,6 +341,38 @@ class KVCacheManager:
         self.cache.finish_step()
 
     # Helpers --------------------------------------------------------------
+
+    def _cell(self, x):
+        """``(lo, hi)``: the token counts around ``x`` that no group tells
+        apart from it (none crosses one of its block boundaries, those of
+        its window or chunk, or of its states' release)."""
+        lo, hi = -(1 << 62), 1 << 62
+        for b, offset in self._boundaries:
+            start = (x - offset) // b * b + offset
+            lo = max(lo, start)
+            hi = min(hi, start + b - 1)
+        return lo, hi
+
+    def _quiet(self, quiet, request, num_new_tokens, num_lookahead_tokens,
+               delay_cache_blocks):
+        """Whether an allocation for a running request, with no hit and
+        no connector tokens, would change nothing since its last one: the
+        same cells of computed, main, slot and cached token counts (then
+        no group allocates, releases or caches a block), nothing else
+        touched its tables in between. Its new tokens' keys wait for the
+        next call that needs them."""
+        (epoch, lookahead, no_commit, t0, t1, m0, m1, s0, s1, c0,
+         c1) = quiet
+        if (epoch != self._epoch or lookahead != num_lookahead_tokens
+                or no_commit != (delay_cache_blocks
+                                 or not self.enable_caching)):
+            return False
+        total = min(request.num_computed_tokens, self.max_model_len)
+        main = total + num_new_tokens
+        slots = min(main + num_lookahead_tokens, self.max_model_len)
+        commit = -1 if no_commit else min(main, request.num_tokens)
+        return (t0 <= total <= t1 and m0 <= main <= m1 and s0 <= slots <= s1
+                and c0 <= commit <= c1)
 
     def _blocks(self, tables):
         """KVCacheBlocks of the block views for per-group id lists."""
@@ -466,3 +526,22 @@ def _spec(kv_cache_config, group):
         kv_cache_config, dict) else kv_cache_config.kv_cache_groups[group]
     return entry["kv_cache_spec"] if isinstance(entry, dict) \
         else entry.kv_cache_spec
+
+
+def _boundaries(groups, block_sizes):
+    """``(period, offset)`` pairs: a group's allocations, releases and
+    caching change only where a token count crosses ``offset`` plus a
+    multiple of ``period`` (blocks and their ceilings; a window's start; a
+    chunk's; a state released behind speculative blocks)."""
+    found = set()
+    for group, b in zip(groups, block_sizes):
+        found.update({(b, 0), (b, 1)})
+        if group.kind == _hkv.GroupKind.SLIDING_WINDOW:
+            w = group.sliding_window
+            found.update({(b, (w - 1) % b), (b, w % b)})
+        elif group.kind == _hkv.GroupKind.CHUNKED_LOCAL:
+            found.update({(group.chunk_size, 0), (group.chunk_size, 1)})
+        elif group.kind == _hkv.GroupKind.RECURRENT:
+            s = group.speculative_blocks
+            found.update({(b, s % b), (b, (s + 1) % b), (b, (s + 2) % b)})
+    return sorted(found)
