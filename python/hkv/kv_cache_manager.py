@@ -233,9 +233,15 @@ class KVCacheManager:
 
     def commit(self, request, num_computed_tokens):
         """The first ``num_computed_tokens`` tokens are computed: their full
-        blocks (and recurrent states at this boundary) become reusable."""
+        blocks (and recurrent states at this boundary) become reusable.
+        Raises hkv.UsageError for more tokens than the request has (nothing
+        changes)."""
         self._check_owner(request)
         num_computed_tokens = whole("num_computed_tokens", num_computed_tokens)
+        if num_computed_tokens > request.num_tokens:
+            raise _hkv.UsageError(
+                f"commit of {num_computed_tokens} tokens for request "
+                f"{request.request_id!r}, which has {request.num_tokens}")
         self.cache.commit(request, num_computed_tokens)
         request.num_computed_tokens = num_computed_tokens
 

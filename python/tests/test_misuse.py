@@ -39,6 +39,17 @@ def test_commit_beyond_the_blocks_held(kv):
         kv.commit(r, 40)
 
 
+def test_commit_beyond_the_requests_tokens_changes_nothing(kv):
+    r = kv.make_request("r", list(range(80)))
+    kv.get_computed_blocks(r)
+    kv.allocate_slots(r, 80)
+    with pytest.raises(hkv.UsageError, match="which has 80"):
+        kv.commit(r, 1000)
+    assert r.num_computed_tokens == 0
+    kv.commit(r, 80)
+    assert r.num_computed_tokens == 80
+
+
 def test_request_keyed_with_another_scheme(kv):
     other = hkv.KVCacheManager(groups="full:32", num_blocks=11)
     r = other.make_request("r", list(range(40)))
