@@ -5,9 +5,6 @@ lookups, eviction), read live from the C++ cache. The engine's scheduler,
 connectors and metrics read these; they hold no state of their own.
 """
 
-from hkv import _hkv
-
-
 class KVCacheBlock:
     """Block ``block_id`` of the pool; block 0 is the null block."""
 
@@ -118,19 +115,10 @@ class BlockPool:
 
     def evict_blocks(self, block_ids):
         """Drops the blocks' keys (a connector could not load them)."""
-        self.cache.evict_blocks(sorted(block_ids))
+        self._manager.evict_blocks(block_ids)
 
     def reset_prefix_cache(self):
         return self.cache.reset_prefix_cache()
 
     def take_events(self):
         return self._manager.take_events()
-
-
-def check_block_ids(block_ids, num_blocks):
-    """Raises hkv.UsageError unless every id is an int below
-    ``num_blocks``."""
-    for i in block_ids:
-        if not isinstance(i, int) or not 0 <= i < num_blocks:
-            raise _hkv.UsageError(
-                f"block id {i!r} is not one of the pool's 0..{num_blocks - 1}")

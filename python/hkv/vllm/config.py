@@ -178,6 +178,15 @@ def _group(spec, path, eagle):
     return group
 
 
+def group_specs(kv_cache_config):
+    """The spec of each ``kv_cache_groups`` entry, in order (read as
+    groups_from_config reads them)."""
+    path = "kv_cache_config"
+    return [_get(entry, "kv_cache_spec", f"{path}.kv_cache_groups[{i}]")
+            for i, entry in enumerate(_get(kv_cache_config,
+                                           "kv_cache_groups", path))]
+
+
 def groups_from_config(kv_cache_config, use_eagle=False):
     """``(num_blocks, groups)`` from an engine-shaped KV cache config: its
     pool size and one hkv group dict per ``kv_cache_groups`` entry, in

@@ -16,13 +16,11 @@ Not thread-safe: one scheduler thread drives a manager.
 """
 
 from hkv import _hkv
+from hkv.kv_cache_manager import _FREE_ORDERS, _choice
 from hkv.manager import make_groups, whole
 from hkv.vllm import engine
-from hkv.vllm.blocks import BlockPool, check_block_ids
-from hkv.vllm.config import groups_from_config
-
-_FREE_ORDERS = {"append_all": _hkv.FreeOrder.APPEND_ALL,
-                "prepend_uncached": _hkv.FreeOrder.PREPEND_UNCACHED}
+from hkv.vllm.blocks import BlockPool
+from hkv.vllm.config import group_specs, groups_from_config
 # The engine zeroes new blocks of exactly these spec types (not MLA).
 _ZEROED_SPECS = ("FullAttentionSpec", "TQFullAttentionSpec")
 _MEDIUM_GPU = "GPU"
@@ -95,7 +93,8 @@ class KVCacheManager:
                           else _hkv.PrefixCaching.DISABLED)
         config.events = (_hkv.KvEventMode.ENABLED if enable_kv_cache_events
                          else _hkv.KvEventMode.DISABLED)
-        config.free_order = _choice("free_order", free_order, _FREE_ORDERS)
+        config.free_order = _choice("free_order", free_order,
+                                    _hkv.FreeOrder, _FREE_ORDERS)
         config.behaviour = _hkv.Behaviour.ENGINE
         config.max_model_len = self.max_model_len
         config.max_in_flight_tokens = whole("max_num_batched_tokens",
@@ -112,7 +111,7 @@ class KVCacheManager:
             else None
         self.num_kv_cache_groups = len(groups)
         self.kv_cache_config = kv_cache_config
-        specs = [_spec(kv_cache_config, g) for g in range(len(groups))]
+        specs = group_specs(kv_cache_config)
         self.kv_cache_event_metadata = tuple(engine.spec_kind(s)
                                              for s in specs)
         self._block_sizes = [g.block_size * config.dcp for g in config.groups]
@@ -245,8 +244,7 @@ class KVCacheManager:
     def evict_blocks(self, block_ids):
         """Drops the keys of the blocks (a connector failed to load them)."""
         self._epoch += 1
-        check_block_ids(block_ids, self.block_pool.num_gpu_blocks)
-        self.cache.evict_blocks(sorted(block_ids))
+        self.cache.evict_blocks(sorted(block_ids))  # checks every id first
         self.drain_events()
 
     def reset_prefix_cache(self):
@@ -512,20 +510,6 @@ class KVCacheManager:
             medium=_MEDIUM_GPU,
             lora_name=None if lora is None else lora.lora_name,
             extra_keys=None, group_idx=group)
-
-
-def _choice(name, value, names):
-    if value not in names:
-        raise _hkv.UsageError(f"{name} {value!r} is not one of "
-                              f"{sorted(names)}")
-    return names[value]
-
-
-def _spec(kv_cache_config, group):
-    entry = kv_cache_config["kv_cache_groups"][group] if isinstance(
-        kv_cache_config, dict) else kv_cache_config.kv_cache_groups[group]
-    return entry["kv_cache_spec"] if isinstance(entry, dict) \
-        else entry.kv_cache_spec
 
 
 def _boundaries(groups, block_sizes):
