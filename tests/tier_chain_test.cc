@@ -64,6 +64,15 @@ TEST(TierChainTest, StoresThroughEveryTierAndLoadsTheGroup) {
   EXPECT_EQ(c[0].absent + c[1].absent, 2u);  // KeyOf(2), in both
 }
 
+TEST(TierChainTest, KnownKeysListsTheDirectory) {
+  TierChain chain = ChainOf(MakeHostStore(1 << 20));
+  EXPECT_TRUE(chain.KnownKeys().empty());
+  const std::vector<ObjectGroup> groups = {GroupAt(1), GroupAt(2)};
+  EXPECT_EQ(chain.Store(groups), 2u);
+  chain.Drop(KeyOf(1));
+  EXPECT_EQ(chain.KnownKeys(), (std::vector<BlockHash>{KeyOf(2)}));
+}
+
 TEST(TierChainTest, AFlippedByteIsDroppedAndCounted) {
   std::unique_ptr<ObjectStore> host = MakeHostStore(1 << 20);
   ObjectStore* raw = host.get();

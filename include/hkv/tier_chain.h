@@ -98,6 +98,9 @@ class TierChain {
   // next call that is not const.
   const KnownGroup* Find(const BlockHash& key) const;
   std::size_t num_known_groups() const;
+  // Every key the directory knows, in no order (what a restart's Refresh
+  // learned, to tell a scheduler). O(known groups).
+  std::vector<BlockHash> KnownKeys() const;
 
   // By tier, in chain order.
   std::vector<TierCounters> counters() const;

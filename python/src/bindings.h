@@ -107,6 +107,7 @@ void BindPlanner(py::module_& m);
 void BindTrace(py::module_& m);
 void BindSimulator(py::module_& m);
 void BindPublisher(py::module_& m);
+void BindTiers(py::module_& m);
 
 }  // namespace hkv::python
 

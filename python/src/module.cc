@@ -68,4 +68,5 @@ PYBIND11_MODULE(_hkv, m) {
   hkv::python::BindTrace(m);
   hkv::python::BindSimulator(m);
   hkv::python::BindPublisher(m);
+  hkv::python::BindTiers(m);
 }

@@ -32,6 +32,12 @@ class Directory {
     return it == entries_.end() ? nullptr : &it->second.group;
   }
   std::size_t size() const { return entries_.size(); }
+  std::vector<BlockHash> Keys() const {
+    std::vector<BlockHash> keys;
+    keys.reserve(entries_.size());
+    for (const auto& [key, entry] : entries_) keys.push_back(key);
+    return keys;
+  }
 
  private:
   struct Entry {
@@ -271,6 +277,9 @@ const KnownGroup* TierChain::Find(const BlockHash& key) const {
 }
 std::size_t TierChain::num_known_groups() const {
   return impl_->directory.size();
+}
+std::vector<BlockHash> TierChain::KnownKeys() const {
+  return impl_->directory.Keys();
 }
 
 std::vector<TierCounters> TierChain::counters() const {
