@@ -1,0 +1,518 @@
+"""hkv's offload tiers in the reference engine: ``HkvConnector``, a KV
+connector (``KVConnectorBase_V1`` with hybrid-allocator support) that
+stores every group of a prefix boundary as one object group in hkv's tier
+chain (host memory, files, Redis) and loads it back, all groups or none.
+
+Run the engine with
+
+    --kv-transfer-config '{"kv_connector": "HkvConnector",
+      "kv_connector_module_path": "hkv.vllm.connector", "kv_role": "kv_both",
+      "kv_connector_extra_config": {"tiers": "host:8GiB,redis://127.0.0.1:6379"}}'
+
+How a request goes (docs/tiers.md, "In the reference engine"):
+
+- **Store as computed.** Each step's metadata names the blocks that step
+  fills (a page, or a recurrent state at the block's end); the worker
+  reads them after the forward (``wait_for_save``) and writes one object
+  group per boundary through every tier. Blocks are held by their request
+  while the step runs, so nothing is read after reuse.
+- **Look up, stage, then claim.** ``get_num_new_matched_tokens`` computes
+  the deepest boundary the tiers' directory reaches past the local hit by
+  the engine's own block rules (``tier_plan``). It claims nothing yet: it
+  asks the worker to read those object groups into host memory (checked:
+  namespace, key, checksums, each part's size against this engine's
+  pages) and answers "ask again". Once the worker has reported what it
+  holds, the answer is the reach over the staged groups alone, so a claimed
+  token is one whose bytes are already in hand: a dead Redis, a flipped
+  byte, a foreign or differently shaped object shortens the claim (the
+  engine computes the rest) and is never loaded.
+- **Load.** ``update_state_after_alloc`` maps each staged part to the block
+  the engine allocated for it; the worker copies them in ``start_load_kv``
+  before the forward.
+
+Keys are the engine's own block hashes (``request.block_hashes``): set
+``PYTHONHASHSEED`` to one value on every engine, or the engine roots them
+in a random value per process and a restart or another instance never finds
+the file or Redis tiers' objects again (the connector warns).
+
+The namespace of every object is derived from the configuration: model,
+each group's spec and page bytes, hash unit and key function, cache dtype,
+TP and DCP rank, and ``kv_connector_extra_config["salt_domain"]``; two
+engines that differ in any of them never read each other's objects.
+
+Not done: partial pages (a resend reuses whole blocks, as the engine's own
+prefix cache does); Mamba "align" mode (the engine at 28be48fa asserts that
+no external tokens reach its aligned split); blocks filled by accepted
+draft tokens are not stored.
+"""
+
+import dataclasses
+import logging
+import os
+
+import torch
+
+from vllm.distributed.kv_transfer.kv_connector.v1.base import (
+    KVConnectorBase_V1, KVConnectorMetadata, KVConnectorRole,
+    KVConnectorWorkerMetadata, SupportsHMA)
+
+from hkv import _hkv
+from hkv.vllm import config as hkv_config
+from hkv.vllm import tier_config, tier_plan
+
+# Steps a lookup waits for the worker's staging report before it gives up
+# and claims nothing (a worker that never answers cannot stall a request).
+MAX_STAGING_WAITS = 64
+NULL_BLOCK = 0
+_log = logging.getLogger("hkv.vllm.connector")
+
+
+@dataclasses.dataclass
+class SaveOrder:
+    key: bytes
+    end_tokens: int
+    parts: list  # [(group, block id)]
+
+
+@dataclasses.dataclass
+class HkvConnectorMetadata(KVConnectorMetadata):
+    """Scheduler -> worker, one step."""
+    prefetch: dict = dataclasses.field(default_factory=dict)  # req: [keys]
+    loads: dict = dataclasses.field(default_factory=dict)  # req: [(key, g, b)]
+    release: set = dataclasses.field(default_factory=set)  # req ids
+    saves: list = dataclasses.field(default_factory=list)  # [SaveOrder]
+
+
+@dataclasses.dataclass
+class HkvWorkerMetadata(KVConnectorWorkerMetadata):
+    """Worker -> scheduler, one step: groups the tiers now hold (key ->
+    frozenset of groups), keys they no longer hold, and per staged request
+    the groups it holds in host memory."""
+    stored: dict = dataclasses.field(default_factory=dict)
+    forgotten: set = dataclasses.field(default_factory=set)
+    staged: dict = dataclasses.field(default_factory=dict)
+    # The first report after register_kv_caches: stored is then everything
+    # the tiers held at start.
+    ready: bool = False
+
+    def __bool__(self):
+        return bool(self.stored or self.forgotten or self.staged
+                    or self.ready)
+
+    def aggregate(self, other):
+        """Across ranks: a group is held when every rank holds it."""
+        stored = {k: v & other.stored[k] for k, v in self.stored.items()
+                  if k in other.stored}
+        staged = {}
+        for req in self.staged.keys() & other.staged.keys():
+            mine, theirs = self.staged[req], other.staged[req]
+            staged[req] = {k: v & theirs[k] for k, v in mine.items()
+                           if k in theirs}
+        return HkvWorkerMetadata(
+            stored=stored, forgotten=self.forgotten | other.forgotten
+            | (self.stored.keys() ^ other.stored.keys()), staged=staged,
+            ready=self.ready and other.ready)
+
+
+class _Staging:
+    """A lookup's wait for the worker: the keys asked for, then what came."""
+
+    def __init__(self, keys):
+        self.keys = keys
+        self.staged = None  # key -> frozenset of groups, once reported
+        self.waits = 0
+
+
+class HkvConnector(KVConnectorBase_V1, SupportsHMA):
+    """See the module docstring."""
+
+    def __init__(self, vllm_config, role, kv_cache_config=None):
+        super().__init__(vllm_config=vllm_config, role=role,
+                         kv_cache_config=kv_cache_config)
+        if kv_cache_config is None:
+            raise _hkv.UsageError("HkvConnector needs the kv_cache_config")
+        extra = dict(self._kv_transfer_config.kv_connector_extra_config or {})
+        self._tiers = tier_config.parse_tiers(extra.get("tiers", ""))
+        self._salt_domain = str(extra.get("salt_domain", ""))
+        _, groups = hkv_config.groups_from_config(kv_cache_config)
+        self._rules = tier_plan.rules_from_groups(groups)
+        self._specs = hkv_config.group_specs(kv_cache_config)
+        cache = vllm_config.cache_config
+        parallel = getattr(vllm_config, "parallel_config", None)
+        dcp = getattr(parallel, "decode_context_parallel_size", 1) or 1
+        self._hash_unit = int(extra.get("hash_block_size",
+                                        cache.block_size * dcp))
+        self._usable = all(
+            getattr(s, "mamba_cache_mode", "all") != "align"
+            for s in self._specs) and bool(cache.enable_prefix_caching)
+        self._geometry = tier_config.geometry_text(
+            self._specs, self._rules, self._hash_unit,
+            getattr(cache, "prefix_caching_hash_algo", "sha256"),
+            getattr(cache, "cache_dtype", "auto"))
+        self._model = str(getattr(vllm_config.model_config, "model", ""))
+        if role == KVConnectorRole.SCHEDULER:
+            self._scheduler_init()
+        else:
+            self._worker_init(vllm_config)
+
+    # ------------------------------------------------------------------
+    # Scheduler side
+    # ------------------------------------------------------------------
+
+    def _scheduler_init(self):
+        self._directory = {}   # key -> frozenset of groups the tiers hold
+        self._requests = {}    # req id -> Request
+        self._tables = {}      # req id -> [block ids] per group
+        self._saved_upto = {}  # req id -> tokens whose boundaries are stored
+        self._staging = {}     # req id -> _Staging
+        self._claims = {}      # req id -> (hit tokens, end tokens)
+        self._pending = HkvConnectorMetadata()
+        # Lookups wait (answer "ask again") until the workers have said what
+        # the tiers held at start, at most MAX_STAGING_WAITS calls.
+        self._directory_ready = False
+        self._ready_waits = 0
+        # Tokens claimed and allocated for loads, and loads, since start.
+        self.external_tokens = 0
+        self.loads = 0
+
+    def _key_at(self, request, end_tokens):
+        index = end_tokens // self._hash_unit - 1
+        if end_tokens % self._hash_unit or index >= len(request.block_hashes):
+            return None
+        return tier_config.object_key(request.block_hashes[index])
+
+    def _reach(self, request, hit_tokens, holds):
+        """The deepest end the parts ``holds(key, group)`` says are there
+        reach; hit_tokens when none."""
+        if not self._usable or getattr(request, "skip_reading_prefix_cache",
+                                       False):
+            return hit_tokens
+        max_tokens = min(request.num_tokens - 1,
+                         len(request.block_hashes) * self._hash_unit)
+
+        def has_part(boundary, group):
+            key = self._key_at(request, boundary)
+            return key is not None and holds(key, group)
+
+        return tier_plan.reach(self._rules, hit_tokens, max_tokens, has_part)
+
+    def _keys_for(self, request, hit_tokens, end_tokens):
+        keys = []
+        for blocks in tier_plan.load_blocks(self._rules, hit_tokens,
+                                            end_tokens):
+            for _, boundary in blocks:
+                key = self._key_at(request, boundary)
+                if key not in keys:
+                    keys.append(key)
+        return keys
+
+    def on_new_request(self, request):
+        self._requests[request.request_id] = request
+
+    def get_num_new_matched_tokens(self, request, num_computed_tokens):
+        rid = request.request_id
+        self._requests[rid] = request
+        if not self._directory_ready and self._usable:
+            self._ready_waits += 1
+            if self._ready_waits <= MAX_STAGING_WAITS:
+                return None, False
+            self._directory_ready = True
+        known = self._reach(request, num_computed_tokens,
+                            lambda k, g: g in self._directory.get(k, ()))
+        staging = self._staging.get(rid)
+        if known <= num_computed_tokens:
+            self._drop_staging(rid)
+            return 0, False
+        if staging is None:
+            self._staging[rid] = _Staging(
+                self._keys_for(request, num_computed_tokens, known))
+            self._pending.prefetch[rid] = self._staging[rid].keys
+            return None, False
+        if staging.staged is None:
+            staging.waits += 1
+            if staging.waits > MAX_STAGING_WAITS:
+                return 0, False
+            return None, False
+        end = self._reach(request, num_computed_tokens,
+                          lambda k, g: g in staging.staged.get(k, ()))
+        if end <= num_computed_tokens:
+            self._drop_staging(rid)
+            return 0, False
+        self._claims[rid] = (num_computed_tokens, end)
+        return end - num_computed_tokens, False
+
+    def update_state_after_alloc(self, request, blocks, num_external_tokens):
+        rid = request.request_id
+        tables = [list(ids) for ids in blocks.get_block_ids()]
+        self._tables[rid] = tables
+        claim = self._claims.pop(rid, None)
+        if num_external_tokens == 0 or claim is None:
+            self._drop_staging(rid)
+            return
+        hit, end = claim
+        assert end - hit == num_external_tokens, (claim, num_external_tokens)
+        loads = []
+        for g, placed in enumerate(tier_plan.load_blocks(self._rules, hit,
+                                                         end)):
+            for j, boundary in placed:
+                loads.append((self._key_at(request, boundary), g,
+                              tables[g][j]))
+        self._pending.loads[rid] = loads
+        self.external_tokens += num_external_tokens
+        self.loads += 1
+        self._staging.pop(rid, None)
+        self._saved_upto[rid] = end
+
+    def _drop_staging(self, rid):
+        if self._staging.pop(rid, None) is not None:
+            self._pending.release.add(rid)
+            self._pending.prefetch.pop(rid, None)
+        self._claims.pop(rid, None)
+
+    def build_connector_meta(self, scheduler_output):
+        for new in scheduler_output.scheduled_new_reqs:
+            self._tables[new.req_id] = [list(ids) for ids in new.block_ids]
+            self._plan_saves(new.req_id, new.num_computed_tokens,
+                             scheduler_output)
+        cached = scheduler_output.scheduled_cached_reqs
+        for i, rid in enumerate(cached.req_ids):
+            added = cached.new_block_ids[i]
+            if rid in cached.resumed_req_ids or rid not in self._tables:
+                if added is not None:
+                    self._tables[rid] = [list(ids) for ids in added]
+            elif added is not None:
+                for table, ids in zip(self._tables[rid], added):
+                    table.extend(ids)
+            self._plan_saves(rid, cached.num_computed_tokens[i],
+                             scheduler_output)
+        meta, self._pending = self._pending, HkvConnectorMetadata()
+        return meta
+
+    def _plan_saves(self, rid, computed, scheduler_output):
+        """Orders the object groups of the boundaries this step completes."""
+        request, table = self._requests.get(rid), self._tables.get(rid)
+        if request is None or table is None or not self._usable:
+            return
+        spec = len(scheduler_output.scheduled_spec_decode_tokens.get(rid, ()))
+        upto = computed + scheduler_output.num_scheduled_tokens.get(rid, 0) \
+            - spec
+        after = max(computed, self._saved_upto.get(rid, 0))
+        for end, groups in tier_plan.step_boundaries(self._rules, after, upto):
+            key = self._key_at(request, end)
+            if key is None:
+                continue
+            parts = []
+            for g in groups:
+                j = end // self._rules[g].block_size - 1
+                if j < len(table[g]) and table[g][j] != NULL_BLOCK:
+                    parts.append((g, table[g][j]))
+            if parts and not {g for g, _ in parts} <= self._directory.get(
+                    key, frozenset()):
+                self._pending.saves.append(SaveOrder(key, end, parts))
+        self._saved_upto[rid] = max(after, upto)
+
+    def update_connector_output(self, connector_output):
+        meta = connector_output.kv_connector_worker_meta
+        if not isinstance(meta, HkvWorkerMetadata):
+            return
+        self._directory_ready |= meta.ready
+        for key in meta.forgotten:
+            self._directory.pop(key, None)
+        for key, groups in meta.stored.items():
+            self._directory[key] = self._directory.get(key, frozenset()) \
+                | groups
+        for rid, staged in meta.staged.items():
+            if rid in self._staging:
+                self._staging[rid].staged = staged
+
+    def request_finished(self, request, block_ids):
+        return self.request_finished_all_groups(request, (block_ids,))
+
+    def request_finished_all_groups(self, request, block_ids):
+        rid = request.request_id
+        self._drop_staging(rid)
+        self._pending.loads.pop(rid, None)
+        for table in (self._requests, self._tables, self._saved_upto):
+            table.pop(rid, None)
+        return False, None
+
+    def take_events(self):
+        return ()
+
+    def reset_cache(self):
+        # The tiers are shared and outlive the GPU cache: a GPU prefix-cache
+        # reset keeps them (that is what they are for).
+        return True
+
+    # ------------------------------------------------------------------
+    # Worker side
+    # ------------------------------------------------------------------
+
+    def _worker_init(self, vllm_config):
+        parallel = getattr(vllm_config, "parallel_config", None)
+        self._rank = (getattr(parallel, "rank", 0) or 0,
+                      getattr(parallel, "tensor_parallel_size", 1) or 1,
+                      getattr(parallel, "decode_context_parallel_size", 1) or 1)
+        self._chain = None
+        self._layers = None    # per group: [(tensor, block dim)]
+        self._part_bytes = None
+        self._staged = {}      # req id -> key -> ObjectGroup
+        self._report = HkvWorkerMetadata()
+        self._load_errors = set()
+        # Well-formed object groups refused for another page shape.
+        self.wrong_shape_groups = 0
+
+    def _namespace_geometry(self):
+        rank, tp, dcp = self._rank
+        return f"{self._geometry}|tp{rank % tp}of{tp}|dcp{dcp}"
+
+    def register_kv_caches(self, kv_caches):
+        num_blocks = self._kv_cache_config.num_blocks
+        layers = []
+        for g, group in enumerate(self._kv_cache_config.kv_cache_groups):
+            views = []
+            for name in group.layer_names:
+                if name not in kv_caches:
+                    raise _hkv.UsageError(
+                        f"register_kv_caches(): layer {name!r} of group {g} "
+                        "has no KV cache tensor")
+                entry = kv_caches[name]
+                for tensor in (entry if isinstance(entry, (list, tuple))
+                               else [entry]):
+                    views.append((tensor, _block_dim(tensor, num_blocks,
+                                                     name)))
+            layers.append(views)
+        self._layers = layers
+        self._part_bytes = [
+            sum(t.select(d, 0).numel() * t.element_size() for t, d in views)
+            for views in layers]
+        if os.getenv("PYTHONHASHSEED") is None and any(
+                kind != "host" for kind, _ in self._tiers):
+            _log.warning(
+                "PYTHONHASHSEED is not set: the engine's block hashes start "
+                "from a random root in every process, so objects in file "
+                "and Redis tiers are not found again after a restart or by "
+                "another instance; set it to one value on every engine")
+        self._chain = _hkv.TierChain(
+            model=self._model, geometry=self._namespace_geometry(),
+            salt_domain=self._salt_domain,
+            stores=tier_config.open_stores(self._tiers))
+        try:
+            self._chain.refresh()
+        except ValueError:
+            pass  # no tier could list: the directory starts empty
+        for key in self._chain.known_keys():
+            self._learn(key)
+        self._report.ready = True
+
+    def _learn(self, key):
+        known = self._chain.find(key)
+        if known is None:
+            self._report.forgotten.add(key)
+            self._report.stored.pop(key, None)
+        else:
+            self._report.stored[key] = frozenset(known[1])
+            self._report.forgotten.discard(key)
+
+    def _read_block(self, group, block):
+        chunks = [t.select(d, block).contiguous().reshape(-1).view(torch.uint8)
+                  for t, d in self._layers[group]]
+        return torch.cat(chunks).cpu().numpy().tobytes()
+
+    def _write_block(self, group, block, data):
+        source = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        offset = 0
+        for t, d in self._layers[group]:
+            target = t.select(d, block)
+            size = target.numel() * t.element_size()
+            chunk = source[offset:offset + size].view(t.dtype)
+            target.copy_(chunk.reshape(target.shape))
+            offset += size
+
+    def start_load_kv(self, forward_context, **kwargs):
+        if self._chain is None or not self.has_connector_metadata():
+            return
+        meta = self._get_connector_metadata()
+        if not isinstance(meta, HkvConnectorMetadata):
+            return
+        for rid in meta.release:
+            self._staged.pop(rid, None)
+        for rid, loads in meta.loads.items():
+            staged = self._staged.pop(rid, {})
+            for key, g, block in loads:
+                group = staged.get(key)
+                part = None if group is None else dict(group.parts).get(g)
+                if part is None:
+                    # Staged groups are checked before they are claimed;
+                    # this is a scheduler/worker disagreement.
+                    self._load_errors.add(block)
+                    continue
+                self._write_block(g, block, part)
+        for rid, keys in meta.prefetch.items():
+            self._stage(rid, keys)
+
+    def _stage(self, rid, keys):
+        staged, held = {}, {}
+        for key, group in zip(keys, self._chain.load(keys)):
+            if group is None:
+                self._learn(key)
+                continue
+            parts = dict(group.parts)
+            if any(g >= len(self._part_bytes)
+                   or len(data) != self._part_bytes[g]
+                   for g, data in parts.items()):
+                # Well formed, but another engine's page shape.
+                self.wrong_shape_groups += 1
+                self._chain.drop(key)
+                self._learn(key)
+                continue
+            staged[key] = group
+            held[key] = frozenset(parts)
+        self._staged[rid] = staged
+        self._report.staged[rid] = held
+
+    def wait_for_layer_load(self, layer_name):
+        return
+
+    def save_kv_layer(self, layer_name, kv_layer, attn_metadata, **kwargs):
+        return
+
+    def wait_for_save(self):
+        if self._chain is None or not self.has_connector_metadata():
+            return
+        meta = self._get_connector_metadata()
+        if not isinstance(meta, HkvConnectorMetadata) or not meta.saves:
+            return
+        groups = [_hkv.ObjectGroup(
+            key=order.key, end_tokens=order.end_tokens,
+            parts=[(g, self._read_block(g, b)) for g, b in order.parts])
+            for order in meta.saves]
+        self._chain.store(groups)
+        for order in meta.saves:
+            self._learn(order.key)
+
+    def get_block_ids_with_load_errors(self):
+        errors, self._load_errors = self._load_errors, set()
+        return errors
+
+    def build_connector_worker_meta(self):
+        report, self._report = self._report, HkvWorkerMetadata()
+        return report if report else None
+
+    def tier_counters(self):
+        """The worker's chain counters, by tier (empty before
+        register_kv_caches)."""
+        return [] if self._chain is None else self._chain.counters()
+
+
+def _block_dim(tensor, num_blocks, name):
+    """The dimension that indexes blocks: 0 ((num_blocks, ...) layouts) or 1
+    (the (2, num_blocks, ...) layout of K and V)."""
+    shape = tuple(tensor.shape)
+    if len(shape) >= 1 and shape[0] == num_blocks:
+        return 0
+    if len(shape) >= 2 and shape[1] == num_blocks:
+        return 1
+    raise _hkv.UsageError(
+        f"register_kv_caches(): layer {name!r} has shape {shape}, with no "
+        f"dimension 0 or 1 of num_blocks={num_blocks}")

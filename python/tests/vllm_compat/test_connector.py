@@ -1,0 +1,224 @@
+"""hkv's KV connector in the reference engine's own scheduler: built from a
+kv_transfer_config by the engine's KVConnectorFactory, no patch; a resend
+after reset_prefix_cache loads every group (full attention, sliding
+window, recurrent state) from each tier, and the stand-in model checks
+every byte it reads (connector_rig.py). Faults load nothing wrong."""
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from .conftest import TREE
+
+if TREE is None:
+    pytest.skip("the reference engine's tree is not here",
+                allow_module_level=True)
+
+from . import connector_rig as rig  # noqa: E402
+import hkv.vllm  # noqa: E402
+from hkv import _hkv  # noqa: E402
+from hkv.vllm import connector as hkv_connector  # noqa: E402
+from hkv.vllm import plugin  # noqa: E402
+
+KINDS = {"full": ["full"], "hybrid": ["full", "swa", "mamba"],
+         "swa_mamba": ["swa", "mamba"]}
+
+
+def _prompts(seed, count=5):
+    rng = random.Random(seed)
+    shared = [rng.randrange(3, 1000) for _ in range(70)]
+    return [shared + [rng.randrange(3, 1000)
+                      for _ in range(rng.randrange(30, 420))]
+            for _ in range(count)]
+
+
+def _whole_blocks(prompt):
+    return (len(prompt) - 1) // rig.BLOCK * rig.BLOCK
+
+
+def _engine(kinds, tiers, manager="engine", **extra):
+    manager_class = plugin.engine_manager_class() if manager == "engine" \
+        else hkv.vllm.KVCacheManager
+    scheduler, worker, config = rig.make_engine(
+        kinds, {"tiers": tiers, **extra}, manager_class=manager_class)
+    model = rig.StandInModel(kinds, config)
+    worker.register_kv_caches(model.tensors)
+    return scheduler, worker, model
+
+
+def _loaded(worker):
+    return sum(t["groups_loaded"] for t in worker.tier_counters())
+
+
+@pytest.fixture
+def redis_port():
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (scripts/deps)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+         "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.02)
+        else:
+            raise AssertionError("redis-server did not start")
+        yield port, server
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait(timeout=10)
+
+
+def _tiers(kind, tmp_path, redis=None):
+    if kind == "host":
+        return "host:256MiB"
+    if kind == "file":
+        return f"file:{tmp_path / 'objects'}"
+    return f"redis://127.0.0.1:{redis[0]}"
+
+
+@pytest.mark.parametrize("manager", ["engine", "hkv"])
+@pytest.mark.parametrize("tier", ["host", "file", "redis"])
+@pytest.mark.parametrize("kinds", sorted(KINDS))
+def test_a_resend_loads_every_group_through_the_tier(kinds, tier, manager,
+                                                     tmp_path, request):
+    redis = request.getfixturevalue("redis_port") if tier == "redis" \
+        else None
+    scheduler, worker, model = _engine(KINDS[kinds],
+                                       _tiers(tier, tmp_path, redis), manager)
+    prompts = _prompts(1)
+    first = rig.serve(scheduler, worker, model, prompts, "a")
+    assert model.bad_reads == []
+    assert scheduler.reset_prefix_cache()
+    second = rig.serve(scheduler, worker, model, prompts, "b")
+    assert model.bad_reads == []
+    # Every whole block below the last token comes back from the tier (the
+    # first pass's shared prefix was the GPU's own hit).
+    assert [second[f"b{i}"] for i in range(len(prompts))] == \
+        [_whole_blocks(p) for p in prompts]
+    assert first["a0"] == 0
+    # The shared prefix's 4 blocks may come from the GPU (another resend
+    # loaded them first); the rest came through the tier.
+    shared = 64
+    assert scheduler.connector.external_tokens >= sum(
+        _whole_blocks(p) - shared for p in prompts)
+
+
+def test_the_stand_in_model_catches_a_misplaced_load(monkeypatch):
+    """The rig's byte check can fail: a load one block off is caught."""
+    write = hkv_connector.HkvConnector._write_block
+    monkeypatch.setattr(hkv_connector.HkvConnector, "_write_block",
+                        lambda self, g, b, data: write(self, g, b + 1, data))
+    scheduler, worker, model = _engine(KINDS["hybrid"], "host:64MiB")
+    prompts = _prompts(2, count=2)
+    rig.serve(scheduler, worker, model, prompts, "a")
+    scheduler.reset_prefix_cache()
+    rig.serve(scheduler, worker, model, prompts, "b")
+    assert model.bad_reads
+
+
+def test_redis_killed_mid_run_loads_nothing_and_requests_finish(redis_port,
+                                                                tmp_path):
+    port, server = redis_port
+    scheduler, worker, model = _engine(KINDS["hybrid"],
+                                       f"redis://127.0.0.1:{port}")
+    prompts = _prompts(3)
+    rig.serve(scheduler, worker, model, prompts[:3], "a")
+    server.send_signal(signal.SIGKILL)
+    server.wait(timeout=10)
+    scheduler.reset_prefix_cache()
+    # The directory still names the groups; staging finds the server gone,
+    # so nothing is claimed, and the requests compute from scratch.
+    rig.serve(scheduler, worker, model, prompts, "b")
+    assert model.bad_reads == []
+    assert scheduler.connector.external_tokens == 0
+    assert worker.tier_counters()[0]["store"]["errors"] > 0
+
+
+def _object_files(directory):
+    return [os.path.join(directory, n) for n in os.listdir(directory)
+            if n.startswith("hkv-")]
+
+
+def test_a_flipped_byte_is_refused_and_recomputed(tmp_path):
+    objects = tmp_path / "objects"
+    scheduler, worker, model = _engine(KINDS["hybrid"], f"file:{objects}")
+    prompts = _prompts(4, count=3)
+    rig.serve(scheduler, worker, model, prompts, "a")
+    files = _object_files(objects)
+    assert files
+    for path in files:
+        with open(path, "r+b") as f:
+            f.seek(os.path.getsize(path) - 3)
+            byte = f.read(1)
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([byte[0] ^ 0x40]))
+    scheduler.reset_prefix_cache()
+    rig.serve(scheduler, worker, model, prompts, "b")
+    assert model.bad_reads == []
+    assert scheduler.connector.external_tokens == 0
+    assert worker.tier_counters()[0]["defects"]["bad checksum"] > 0
+
+
+def test_a_restart_reads_the_file_tier_and_a_foreign_namespace_does_not(
+        tmp_path, monkeypatch):
+    # The engine roots its block hashes in PYTHONHASHSEED (random without).
+    monkeypatch.setenv("PYTHONHASHSEED", "0")
+    tiers = f"file:{tmp_path / 'objects'}"
+    prompts = _prompts(5, count=3)
+    scheduler, worker, model = _engine(KINDS["hybrid"], tiers)
+    rig.serve(scheduler, worker, model, prompts, "a")
+    # A new engine of the same configuration learns the objects at start.
+    scheduler, worker, model = _engine(KINDS["hybrid"], tiers)
+    again = rig.serve(scheduler, worker, model, prompts, "b")
+    assert model.bad_reads == []
+    assert [again[f"b{i}"] for i in range(3)] == \
+        [_whole_blocks(p) for p in prompts]
+    # Another tenant's salt domain (or model, or geometry) never reads them.
+    scheduler, worker, model = _engine(KINDS["hybrid"], tiers,
+                                       salt_domain="tenant-b")
+    rig.serve(scheduler, worker, model, prompts, "c")
+    assert model.bad_reads == []
+    assert scheduler.connector.external_tokens == 0
+    assert _loaded(worker) == 0
+
+
+def test_objects_of_another_page_shape_are_refused(tmp_path, monkeypatch):
+    """Under one namespace (forced here), objects another engine wrote with
+    other page sizes fail the part-size check before anything is claimed."""
+    monkeypatch.setattr(hkv_connector.tier_config, "geometry_text",
+                        lambda *args: "one-namespace")
+    monkeypatch.setenv("PYTHONHASHSEED", "0")
+    tiers = f"file:{tmp_path / 'objects'}"
+    prompts = _prompts(6, count=2)
+    scheduler, worker, model = _engine(KINDS["hybrid"], tiers)
+    rig.serve(scheduler, worker, model, prompts, "a")
+    monkeypatch.setattr(rig, "PAGE_WORDS", rig.PAGE_WORDS * 2)
+    scheduler, worker, model = _engine(KINDS["hybrid"], tiers)
+    rig.serve(scheduler, worker, model, prompts, "b")
+    assert model.bad_reads == []
+    assert scheduler.connector.external_tokens == 0
+    assert worker.wrong_shape_groups > 0  # read, then refused by size
+
+
+@pytest.mark.parametrize("tiers, message", [
+    ("", "tiers is empty"),
+    ("disk:1GiB", "unknown tier 'disk:1GiB'"),
+    ("host:lots", "tier 'host:lots'"),
+    ("redis://127.0.0.1:99999", "port in 1..65535"),
+    ("file:", "names no directory"),
+])
+def test_a_bad_tier_list_is_refused_naming_the_entry(tiers, message):
+    with pytest.raises(_hkv.UsageError, match=message):
+        rig.make_engine(KINDS["full"], {"tiers": tiers})
