@@ -49,6 +49,7 @@ draft tokens are not stored.
 import dataclasses
 import logging
 import os
+import time
 
 import torch
 
@@ -58,12 +59,19 @@ from vllm.distributed.kv_transfer.kv_connector.v1.base import (
 
 from hkv import _hkv
 from hkv.vllm import config as hkv_config
-from hkv.vllm import tier_config, tier_plan
+from hkv.vllm import tier_config, tier_plan, tier_worker
 
-# Steps a lookup waits for the worker's staging report before it gives up
+# Seconds a lookup waits for the worker's staging report (or the first
+# report after start) before it gives up
 # and claims nothing (a worker that never answers cannot stall a request).
-MAX_STAGING_WAITS = 64
+STAGING_TIMEOUT_S = 10.0
+# Times one lookup asks the worker to stage (again, when the directory grew
+# while it waited).
+MAX_STAGING_ROUNDS = 2
 NULL_BLOCK = 0
+# What kv_connector_extra_config may hold (docs/tiers.md has each).
+EXTRA_CONFIG_KEYS = ("tiers", "salt_domain", "hash_block_size", "tier_io",
+                     "staging_timeout_s")
 _log = logging.getLogger("hkv.vllm.connector")
 
 
@@ -117,10 +125,12 @@ class HkvWorkerMetadata(KVConnectorWorkerMetadata):
 class _Staging:
     """A lookup's wait for the worker: the keys asked for, then what came."""
 
-    def __init__(self, keys):
+    def __init__(self, keys, end_tokens, rounds=1):
         self.keys = keys
+        self.end_tokens = end_tokens  # the reach the keys were asked for
+        self.rounds = rounds
         self.staged = None  # key -> frozenset of groups, once reported
-        self.waits = 0
+        self.since = time.monotonic()
 
 
 class HkvConnector(KVConnectorBase_V1, SupportsHMA):
@@ -132,6 +142,11 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         if kv_cache_config is None:
             raise _hkv.UsageError("HkvConnector needs the kv_cache_config")
         extra = dict(self._kv_transfer_config.kv_connector_extra_config or {})
+        unknown = sorted(set(extra) - set(EXTRA_CONFIG_KEYS))
+        if unknown:
+            raise _hkv.UsageError(
+                f"kv_connector_extra_config: unknown key {unknown[0]!r} (one "
+                f"of {', '.join(EXTRA_CONFIG_KEYS)})")
         self._tiers = tier_config.parse_tiers(extra.get("tiers", ""))
         self._salt_domain = str(extra.get("salt_domain", ""))
         _, groups = hkv_config.groups_from_config(kv_cache_config)
@@ -168,9 +183,16 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         self._claims = {}      # req id -> (hit tokens, end tokens)
         self._pending = HkvConnectorMetadata()
         # Lookups wait (answer "ask again") until the workers have said what
-        # the tiers held at start, at most MAX_STAGING_WAITS calls.
+        # the tiers held at start, at most the staging timeout.
         self._directory_ready = False
-        self._ready_waits = 0
+        self._ready_since = None
+        extra = self._kv_transfer_config.kv_connector_extra_config or {}
+        self._timeout_s = float(extra.get("staging_timeout_s",
+                                          STAGING_TIMEOUT_S))
+        if not 0 <= self._timeout_s <= 3600:
+            raise _hkv.UsageError(
+                "kv_connector_extra_config.staging_timeout_s must be in "
+                f"[0, 3600], got {self._timeout_s}")
         # Tokens claimed and allocated for loads, and loads, since start.
         self.external_tokens = 0
         self.loads = 0
@@ -213,8 +235,9 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         rid = request.request_id
         self._requests[rid] = request
         if not self._directory_ready and self._usable:
-            self._ready_waits += 1
-            if self._ready_waits <= MAX_STAGING_WAITS:
+            now = time.monotonic()
+            self._ready_since = self._ready_since or now
+            if now - self._ready_since <= self._timeout_s:
                 return None, False
             self._directory_ready = True
         known = self._reach(request, num_computed_tokens,
@@ -223,14 +246,18 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         if known <= num_computed_tokens:
             self._drop_staging(rid)
             return 0, False
-        if staging is None:
+        if staging is None or (staging.staged is not None
+                               and known > staging.end_tokens
+                               and staging.rounds < MAX_STAGING_ROUNDS):
+            # First ask, or the directory has grown since (stores reported
+            # after the ask): ask for the deeper reach once more.
             self._staging[rid] = _Staging(
-                self._keys_for(request, num_computed_tokens, known))
+                self._keys_for(request, num_computed_tokens, known), known,
+                1 if staging is None else staging.rounds + 1)
             self._pending.prefetch[rid] = self._staging[rid].keys
             return None, False
         if staging.staged is None:
-            staging.waits += 1
-            if staging.waits > MAX_STAGING_WAITS:
+            if time.monotonic() - staging.since > self._timeout_s:
                 return 0, False
             return None, False
         end = self._reach(request, num_computed_tokens,
@@ -353,14 +380,22 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         self._rank = (getattr(parallel, "rank", 0) or 0,
                       getattr(parallel, "tensor_parallel_size", 1) or 1,
                       getattr(parallel, "decode_context_parallel_size", 1) or 1)
-        self._chain = None
+        extra = self._kv_transfer_config.kv_connector_extra_config or {}
+        self._threaded = extra.get("tier_io", "thread") == "thread"
+        if extra.get("tier_io", "thread") not in ("thread", "inline"):
+            raise _hkv.UsageError(
+                "kv_connector_extra_config.tier_io must be 'thread' or "
+                f"'inline', got {extra.get('tier_io')!r}")
+        self._tier_io = None   # TierWorker, from register_kv_caches
         self._layers = None    # per group: [(tensor, block dim)]
-        self._part_bytes = None
-        self._staged = {}      # req id -> key -> ObjectGroup
         self._report = HkvWorkerMetadata()
         self._load_errors = set()
-        # Well-formed object groups refused for another page shape.
-        self.wrong_shape_groups = 0
+
+    @property
+    def wrong_shape_groups(self):
+        """Well-formed object groups refused for another page shape."""
+        return 0 if self._tier_io is None else \
+            self._tier_io.wrong_shape_groups
 
     def _namespace_geometry(self):
         rank, tp, dcp = self._rank
@@ -383,7 +418,7 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
                                                      name)))
             layers.append(views)
         self._layers = layers
-        self._part_bytes = [
+        part_bytes = [
             sum(t.select(d, 0).numel() * t.element_size() for t, d in views)
             for views in layers]
         if os.getenv("PYTHONHASHSEED") is None and any(
@@ -393,26 +428,14 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
                 "from a random root in every process, so objects in file "
                 "and Redis tiers are not found again after a restart or by "
                 "another instance; set it to one value on every engine")
-        self._chain = _hkv.TierChain(
+        chain = _hkv.TierChain(
             model=self._model, geometry=self._namespace_geometry(),
             salt_domain=self._salt_domain,
             stores=tier_config.open_stores(self._tiers))
-        try:
-            self._chain.refresh()
-        except ValueError:
-            pass  # no tier could list: the directory starts empty
-        for key in self._chain.known_keys():
-            self._learn(key)
+        self._tier_io = tier_worker.TierWorker(chain, part_bytes,
+                                               threaded=self._threaded)
+        self._tier_io.learn_all()
         self._report.ready = True
-
-    def _learn(self, key):
-        known = self._chain.find(key)
-        if known is None:
-            self._report.forgotten.add(key)
-            self._report.stored.pop(key, None)
-        else:
-            self._report.stored[key] = frozenset(known[1])
-            self._report.forgotten.discard(key)
 
     def _read_block(self, group, block):
         chunks = [t.select(d, block).contiguous().reshape(-1).view(torch.uint8)
@@ -429,16 +452,20 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
             target.copy_(chunk.reshape(target.shape))
             offset += size
 
-    def start_load_kv(self, forward_context, **kwargs):
-        if self._chain is None or not self.has_connector_metadata():
-            return
+    def _meta(self):
+        if self._tier_io is None or not self.has_connector_metadata():
+            return None
         meta = self._get_connector_metadata()
-        if not isinstance(meta, HkvConnectorMetadata):
+        return meta if isinstance(meta, HkvConnectorMetadata) else None
+
+    def start_load_kv(self, forward_context, **kwargs):
+        meta = self._meta()
+        if meta is None:
             return
         for rid in meta.release:
-            self._staged.pop(rid, None)
+            self._tier_io.release(rid)
         for rid, loads in meta.loads.items():
-            staged = self._staged.pop(rid, {})
+            staged = self._tier_io.take_staged(rid)
             for key, g, block in loads:
                 group = staged.get(key)
                 part = None if group is None else dict(group.parts).get(g)
@@ -449,27 +476,7 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
                     continue
                 self._write_block(g, block, part)
         for rid, keys in meta.prefetch.items():
-            self._stage(rid, keys)
-
-    def _stage(self, rid, keys):
-        staged, held = {}, {}
-        for key, group in zip(keys, self._chain.load(keys)):
-            if group is None:
-                self._learn(key)
-                continue
-            parts = dict(group.parts)
-            if any(g >= len(self._part_bytes)
-                   or len(data) != self._part_bytes[g]
-                   for g, data in parts.items()):
-                # Well formed, but another engine's page shape.
-                self.wrong_shape_groups += 1
-                self._chain.drop(key)
-                self._learn(key)
-                continue
-            staged[key] = group
-            held[key] = frozenset(parts)
-        self._staged[rid] = staged
-        self._report.staged[rid] = held
+            self._tier_io.stage(rid, keys)
 
     def wait_for_layer_load(self, layer_name):
         return
@@ -478,31 +485,40 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         return
 
     def wait_for_save(self):
-        if self._chain is None or not self.has_connector_metadata():
+        """Copies the step's completed blocks out of the KV tensors (the
+        forward has written them; the next step may reuse them) and hands
+        them to the tier thread."""
+        meta = self._meta()
+        if meta is None or not meta.saves:
             return
-        meta = self._get_connector_metadata()
-        if not isinstance(meta, HkvConnectorMetadata) or not meta.saves:
-            return
-        groups = [_hkv.ObjectGroup(
+        self._tier_io.store([_hkv.ObjectGroup(
             key=order.key, end_tokens=order.end_tokens,
             parts=[(g, self._read_block(g, b)) for g, b in order.parts])
-            for order in meta.saves]
-        self._chain.store(groups)
-        for order in meta.saves:
-            self._learn(order.key)
+            for order in meta.saves])
 
     def get_block_ids_with_load_errors(self):
         errors, self._load_errors = self._load_errors, set()
         return errors
 
     def build_connector_worker_meta(self):
+        if self._tier_io is not None:
+            self._tier_io.collect(self._report)
         report, self._report = self._report, HkvWorkerMetadata()
         return report if report else None
 
     def tier_counters(self):
-        """The worker's chain counters, by tier (empty before
-        register_kv_caches)."""
-        return [] if self._chain is None else self._chain.counters()
+        """The worker's chain counters, by tier, once its jobs so far are
+        done (empty before register_kv_caches)."""
+        return [] if self._tier_io is None else self._tier_io.counters()
+
+    def drain_tier_io(self):
+        """Waits for the tier thread's jobs so far (stores and staging)."""
+        if self._tier_io is not None:
+            self._tier_io.drain()
+
+    def shutdown(self):
+        if self.role == KVConnectorRole.WORKER and self._tier_io is not None:
+            self._tier_io.shutdown()
 
 
 def _block_dim(tensor, num_blocks, name):

@@ -253,6 +253,13 @@ def step(scheduler, worker, model, requests, token=7):
     return out
 
 
+def settle(scheduler, worker, model):
+    """Waits for the worker's tier thread, then runs one step so that what
+    it did reaches the scheduler (between two passes of a test)."""
+    worker.drain_tier_io()
+    step(scheduler, worker, model, {})
+
+
 def serve(scheduler, worker, model, prompts, prefix, max_steps=2000):
     """Serves `prompts` to the end; returns per request the tokens it
     started from (the local hit plus what the connector supplied)."""

@@ -100,6 +100,7 @@ def test_a_resend_loads_every_group_through_the_tier(kinds, tier, manager,
     prompts = _prompts(1)
     first = rig.serve(scheduler, worker, model, prompts, "a")
     assert model.bad_reads == []
+    rig.settle(scheduler, worker, model)
     assert scheduler.reset_prefix_cache()
     second = rig.serve(scheduler, worker, model, prompts, "b")
     assert model.bad_reads == []
@@ -115,6 +116,19 @@ def test_a_resend_loads_every_group_through_the_tier(kinds, tier, manager,
         _whole_blocks(p) - shared for p in prompts)
 
 
+def test_inline_tier_io_reuses_the_same(tmp_path):
+    scheduler, worker, model = _engine(KINDS["hybrid"], "host:64MiB",
+                                       tier_io="inline")
+    prompts = _prompts(7)
+    rig.serve(scheduler, worker, model, prompts, "a")
+    rig.settle(scheduler, worker, model)
+    scheduler.reset_prefix_cache()
+    second = rig.serve(scheduler, worker, model, prompts, "b")
+    assert model.bad_reads == []
+    assert [second[f"b{i}"] for i in range(len(prompts))] == \
+        [_whole_blocks(p) for p in prompts]
+
+
 def test_the_stand_in_model_catches_a_misplaced_load(monkeypatch):
     """The rig's byte check can fail: a load one block off is caught."""
     write = hkv_connector.HkvConnector._write_block
@@ -123,6 +137,7 @@ def test_the_stand_in_model_catches_a_misplaced_load(monkeypatch):
     scheduler, worker, model = _engine(KINDS["hybrid"], "host:64MiB")
     prompts = _prompts(2, count=2)
     rig.serve(scheduler, worker, model, prompts, "a")
+    rig.settle(scheduler, worker, model)
     scheduler.reset_prefix_cache()
     rig.serve(scheduler, worker, model, prompts, "b")
     assert model.bad_reads
@@ -135,6 +150,7 @@ def test_redis_killed_mid_run_loads_nothing_and_requests_finish(redis_port,
                                        f"redis://127.0.0.1:{port}")
     prompts = _prompts(3)
     rig.serve(scheduler, worker, model, prompts[:3], "a")
+    rig.settle(scheduler, worker, model)
     server.send_signal(signal.SIGKILL)
     server.wait(timeout=10)
     scheduler.reset_prefix_cache()
@@ -156,6 +172,7 @@ def test_a_flipped_byte_is_refused_and_recomputed(tmp_path):
     scheduler, worker, model = _engine(KINDS["hybrid"], f"file:{objects}")
     prompts = _prompts(4, count=3)
     rig.serve(scheduler, worker, model, prompts, "a")
+    rig.settle(scheduler, worker, model)
     files = _object_files(objects)
     assert files
     for path in files:
@@ -179,6 +196,7 @@ def test_a_restart_reads_the_file_tier_and_a_foreign_namespace_does_not(
     prompts = _prompts(5, count=3)
     scheduler, worker, model = _engine(KINDS["hybrid"], tiers)
     rig.serve(scheduler, worker, model, prompts, "a")
+    worker.shutdown()  # an engine's shutdown waits for the tier thread
     # A new engine of the same configuration learns the objects at start.
     scheduler, worker, model = _engine(KINDS["hybrid"], tiers)
     again = rig.serve(scheduler, worker, model, prompts, "b")
@@ -204,6 +222,7 @@ def test_objects_of_another_page_shape_are_refused(tmp_path, monkeypatch):
     prompts = _prompts(6, count=2)
     scheduler, worker, model = _engine(KINDS["hybrid"], tiers)
     rig.serve(scheduler, worker, model, prompts, "a")
+    worker.shutdown()
     monkeypatch.setattr(rig, "PAGE_WORDS", rig.PAGE_WORDS * 2)
     scheduler, worker, model = _engine(KINDS["hybrid"], tiers)
     rig.serve(scheduler, worker, model, prompts, "b")
@@ -222,3 +241,13 @@ def test_objects_of_another_page_shape_are_refused(tmp_path, monkeypatch):
 def test_a_bad_tier_list_is_refused_naming_the_entry(tiers, message):
     with pytest.raises(_hkv.UsageError, match=message):
         rig.make_engine(KINDS["full"], {"tiers": tiers})
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"tier": "host:1GiB"}, "unknown key 'tier'"),
+    ({"tiers": "host:1GiB", "tier_io": "async"}, "tier_io must be"),
+    ({"tiers": "host:1GiB", "staging_timeout_s": -1}, "staging_timeout_s"),
+])
+def test_a_bad_extra_config_is_refused_naming_the_key(extra, message):
+    with pytest.raises(_hkv.UsageError, match=message):
+        rig.make_engine(KINDS["full"], extra)
