@@ -112,8 +112,15 @@ def test_a_resend_loads_every_group_through_the_tier(kinds, tier, manager,
     # The shared prefix's 4 blocks may come from the GPU (another resend
     # loaded them first); the rest came through the tier.
     shared = 64
-    assert scheduler.connector.external_tokens >= sum(
-        _whole_blocks(p) - shared for p in prompts)
+    loaded = scheduler.connector.external_tokens
+    assert loaded >= sum(_whole_blocks(p) - shared for p in prompts)
+    # What a load placed, recurrent states included, is the GPU's own
+    # prefix cache afterwards: a third pass hits there, loading nothing.
+    third = rig.serve(scheduler, worker, model, prompts, "c")
+    assert model.bad_reads == []
+    assert [third[f"c{i}"] for i in range(len(prompts))] == \
+        [_whole_blocks(p) for p in prompts]
+    assert scheduler.connector.external_tokens == loaded
 
 
 def test_inline_tier_io_reuses_the_same(tmp_path):
@@ -251,3 +258,50 @@ def test_a_bad_tier_list_is_refused_naming_the_entry(tiers, message):
 def test_a_bad_extra_config_is_refused_naming_the_key(extra, message):
     with pytest.raises(_hkv.UsageError, match=message):
         rig.make_engine(KINDS["full"], extra)
+
+
+def test_the_engines_own_connector_test_utilities_drive_it(monkeypatch):
+    """The engine's tests/v1/kv_connector/unit/utils.py builds the config,
+    the scheduler, the requests and the runner outputs; the scheduler holds
+    nothing after each pass (its own assert_scheduler_empty) and the
+    resend's tokens come through the connector."""
+    import torch
+    from tests.v1.kv_connector.unit import utils
+    from vllm.distributed.kv_transfer.kv_connector.factory import \
+        KVConnectorFactory
+    from vllm.distributed.kv_transfer.kv_connector.v1.base import \
+        KVConnectorRole
+    from vllm.v1.core.sched import scheduler as scheduler_module
+
+    monkeypatch.setattr(scheduler_module, "KVCacheManager",
+                        plugin.engine_manager_class())
+    config = utils.create_vllm_config(
+        kv_connector="HkvConnector",
+        kv_connector_module_path="hkv.vllm.connector",
+        kv_connector_extra_config={"tiers": "host:64MiB", "tier_io": "inline"})
+    scheduler = utils.create_scheduler(config, num_blocks=200)
+    worker = KVConnectorFactory.create_connector(
+        config=config, role=KVConnectorRole.WORKER,
+        kv_cache_config=scheduler.kv_cache_config)
+    pages = torch.arange(200 * 16, dtype=torch.float32).reshape(200, 16, 1, 1)
+    worker.register_kv_caches({"layer": pages})
+
+    def run(request):
+        scheduler.add_request(request)
+        while scheduler.has_requests():
+            out = scheduler.schedule()
+            worker.bind_connector_metadata(out.kv_connector_metadata)
+            worker.start_load_kv(None)
+            worker.wait_for_save()
+            meta = worker.build_connector_worker_meta()
+            worker.clear_connector_metadata()
+            reqs = [request] if out.num_scheduled_tokens else []
+            finished = request.num_computed_tokens >= request.num_tokens
+            scheduler.update_from_output(out, utils.create_model_runner_output(
+                reqs, use_eos=finished, kv_connector_worker_meta=meta))
+        utils.assert_scheduler_empty(scheduler)
+
+    run(utils.create_request(request_id=1, num_tokens=100))
+    assert scheduler.reset_prefix_cache()
+    run(utils.create_request(request_id=1, num_tokens=100))
+    assert scheduler.connector.external_tokens == 96

@@ -73,6 +73,9 @@ class ModelConfig:
     max_logprobs: int = 20
     enable_prompt_embeds: bool = False
     multimodal_config: object = None
+    # Read by the engine's kv_connector test utilities; no model config
+    # is loaded, so they change nothing here.
+    hf_overrides: dict = dataclasses.field(default_factory=dict)
 
     is_encoder_decoder = False
     is_moe = False
@@ -208,6 +211,10 @@ class VllmConfig:
     ec_transfer_config: object = None
     quant_config: object = None
     additional_config: dict = dataclasses.field(default_factory=dict)
+    # Set by the engine's kv_connector test utilities, read by no code the
+    # scheduler runs.
+    device_config: object = None
+    attention_config: object = None
 
     use_v2_model_runner = False
 
