@@ -241,6 +241,32 @@ TEST_F(FileStoreTest, FilesFoundAtOpenAreEvictedOldestModifiedFirst) {
   EXPECT_EQ(store->bytes_held(), 4u);
 }
 
+TEST_F(FileStoreTest, AFileLargerThanTheCapacityIsRemovedAloneAtOpen) {
+  // Forty objects and one file no read could take: opening keeps the
+  // forty (it used to evict every one of them to make room for it).
+  for (int i = 0; i < 40; ++i) WriteRaw("obj-" + std::to_string(i), "1234");
+  WriteRaw("huge", std::string(1000, 'x'));
+  std::unique_ptr<ObjectStore> store = Open(400);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Entries().size(), 40u);
+  EXPECT_EQ(store->bytes_held(), 160u);
+  EXPECT_EQ(store->counters().evicted_objects, 1u);
+  EXPECT_EQ(store->counters().evicted_bytes, 1000u);
+  EXPECT_EQ(store->Get("obj-7").bytes, "1234");
+}
+
+TEST_F(FileStoreTest, AFileGrownPastTheCapacityBehindItsBackIsAbsent) {
+  std::unique_ptr<ObjectStore> store = Open(100);
+  ASSERT_NE(store, nullptr);
+  ASSERT_EQ(store->Put("a", "123"), StoreStatus::kOk);
+  ASSERT_EQ(store->Put("b", "456"), StoreStatus::kOk);
+  WriteRaw("a", std::string(101, 'x'));
+  EXPECT_EQ(store->Get("a").status, StoreStatus::kAbsent);
+  EXPECT_EQ(Entries(), Names{"b"});
+  EXPECT_EQ(store->bytes_held(), 3u);
+  EXPECT_EQ(store->counters().errors, 0u);
+}
+
 TEST_F(FileStoreTest, EraseRemovesTheFileAndIsOkWhenAbsent) {
   std::unique_ptr<ObjectStore> store = Open();
   ASSERT_NE(store, nullptr);

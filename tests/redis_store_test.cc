@@ -158,11 +158,14 @@ TEST_F(RedisStoreTest, MissingAndErasedNamesAreAbsent) {
   EXPECT_EQ(store_->counters().errors, 0u);
 }
 
-TEST_F(RedisStoreTest, AKeyOfAnotherTypeIsAnErrorAndKeepsTheConnection) {
+TEST_F(RedisStoreTest, AKeyOfAnotherTypeIsRemovedAsAbsentOnce) {
   ASSERT_EQ(server_.Send("RPUSH hkv-list x"), ":1");
-  EXPECT_EQ(Get("hkv-list").status, StoreStatus::kError);
+  EXPECT_EQ(Get("hkv-list").status, StoreStatus::kAbsent);
+  EXPECT_EQ(server_.Send("EXISTS hkv-list"), ":0");
+  EXPECT_EQ(Get("hkv-list").status, StoreStatus::kAbsent);
   EXPECT_EQ(Put("hkv-next", "x"), StoreStatus::kOk);
-  EXPECT_EQ(store_->counters().errors, 1u);
+  EXPECT_EQ(store_->counters().errors, 0u);
+  EXPECT_EQ(store_->counters().evicted_objects, 1u);
   EXPECT_EQ(store_->counters().reconnects, 0u);
 }
 

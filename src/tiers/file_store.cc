@@ -87,9 +87,15 @@ class FileStore final : public ObjectStore {
       : options_(options), dir_(std::move(dir)) {}
 
   // Takes over the files found at open (oldest first), removing the oldest
-  // while they exceed the capacity.
+  // while they exceed the capacity. A file larger than the capacity can
+  // never be read (Get refuses it), so it is removed alone (counted as
+  // evicted) instead of pushing every object out.
   void Adopt(const std::vector<FoundFile>& found) {
     for (const FoundFile& file : found) {
+      if (file.size > options_.capacity_bytes) {
+        RemoveUnreadable(file.name, file.size);
+        continue;
+      }
       files_.Put(file.name, file.size);
       bytes_held_ += file.size;
     }
@@ -135,8 +141,14 @@ class FileStore final : public ObjectStore {
     }
     struct stat st {};
     ObjectRead read{.status = StoreStatus::kOk};
+    if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) &&
+        static_cast<std::uint64_t>(st.st_size) > options_.capacity_bytes) {
+      // Put there by another writer; it can never be read: gone.
+      Forget(name);
+      RemoveUnreadable(path, static_cast<std::uint64_t>(st.st_size));
+      return {.status = StoreStatus::kAbsent};
+    }
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        static_cast<std::uint64_t>(st.st_size) > options_.capacity_bytes ||
         internal::ReadAll(fd.get(), static_cast<std::size_t>(st.st_size),
                           read.bytes) != 0) {
       return {.status = Failed()};
@@ -228,6 +240,13 @@ class FileStore final : public ObjectStore {
       bytes_held_ -= *size;
       files_.Erase(name);
     }
+  }
+
+  // Removes a file too large to read, counted as evicted.
+  void RemoveUnreadable(const std::string& name, std::uint64_t size) {
+    ::unlinkat(dir_.get(), name.c_str(), 0);
+    ++counters_.evicted_objects;
+    counters_.evicted_bytes += size;
   }
 
   // REQUIRES: files_ is not empty. A file that cannot be removed is no

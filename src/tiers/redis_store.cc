@@ -157,12 +157,24 @@ std::vector<ObjectRead> RedisStore::GetAll(
     commands.push_back({"GET", names[i]});
     sent.push_back(i);
   }
+  std::vector<RedisArgs> removals;  // values of another type: not objects
   if (!commands.empty()) {
     if (auto replies = redis_.RoundTrip(commands)) {
-      for (std::size_t j = 0; j < sent.size(); ++j)
-        reads[sent[j]] = ReadOf(*(*replies)[j]);
+      for (std::size_t j = 0; j < sent.size(); ++j) {
+        const redisReply& reply = *(*replies)[j];
+        reads[sent[j]] = ReadOf(reply);
+        if (reply.type == REDIS_REPLY_ERROR &&
+            Text(reply).starts_with("WRONGTYPE")) {
+          removals.push_back({"DEL", names[sent[j]]});
+          reads[sent[j]].status = StoreStatus::kAbsent;
+        }
+      }
     }
   }
+  // A list, a hash or a set under an object name can never be read as one:
+  // it is removed (counted as evicted), not failed on every later read.
+  if (!removals.empty() && redis_.RoundTrip(removals))
+    counters_.evicted_objects += removals.size();
   for (const ObjectRead& read : reads) {
     if (Count(read.status) != StoreStatus::kOk) continue;
     ++counters_.objects_read;
