@@ -267,6 +267,19 @@ TEST_F(FileStoreTest, AFileGrownPastTheCapacityBehindItsBackIsAbsent) {
   EXPECT_EQ(store->counters().errors, 0u);
 }
 
+TEST_F(FileStoreTest, ListNamesOnlyRegularFiles) {
+  std::unique_ptr<ObjectStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_EQ(store->Put("obj-a", "1"), StoreStatus::kOk);
+  ASSERT_EQ(::mkfifo((dir_ + "/obj-fifo").c_str(), 0600), 0);
+  fs::create_symlink(dir_ + "/obj-a", dir_ + "/obj-link");
+  fs::create_directory(dir_ + "/obj-dir");
+  // None of them could be read as an object, so none is listed (a refresh
+  // would count an error for each, every time).
+  EXPECT_EQ(Listed(*store, "obj-"), Names{"obj-a"});
+  EXPECT_EQ(store->Get("obj-link").status, StoreStatus::kError);
+}
+
 TEST_F(FileStoreTest, EraseRemovesTheFileAndIsOkWhenAbsent) {
   std::unique_ptr<ObjectStore> store = Open();
   ASSERT_NE(store, nullptr);

@@ -175,7 +175,9 @@ class FileStore final : public ObjectStore {
         dir_.get(), [&](const char* name, unsigned char type) {
           if (names.size() == limit) return false;
           const std::string_view view(name);
-          if (type != DT_DIR && ValidObjectName(view) &&
+          // Only what Get could read: regular files (DT_UNKNOWN: the file
+          // system does not say; Get checks).
+          if ((type == DT_REG || type == DT_UNKNOWN) && ValidObjectName(view) &&
               view.starts_with(prefix)) {
             names.emplace_back(view);
           }

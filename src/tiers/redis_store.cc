@@ -163,16 +163,20 @@ std::vector<ObjectRead> RedisStore::GetAll(
       for (std::size_t j = 0; j < sent.size(); ++j) {
         const redisReply& reply = *(*replies)[j];
         reads[sent[j]] = ReadOf(reply);
-        if (reply.type == REDIS_REPLY_ERROR &&
-            Text(reply).starts_with("WRONGTYPE")) {
+        const bool wrong_type = reply.type == REDIS_REPLY_ERROR &&
+                                Text(reply).starts_with("WRONGTYPE");
+        const bool too_large =
+            reply.type == REDIS_REPLY_STRING && reply.len > kMaxObjectBytes;
+        if (wrong_type || too_large) {
           removals.push_back({"DEL", names[sent[j]]});
           reads[sent[j]].status = StoreStatus::kAbsent;
         }
       }
     }
   }
-  // A list, a hash or a set under an object name can never be read as one:
-  // it is removed (counted as evicted), not failed on every later read.
+  // A list, a hash or a set, or a value over the object limit, under an
+  // object name can never be read as one: it is removed (counted as
+  // evicted), not failed on every later read.
   if (!removals.empty() && redis_.RoundTrip(removals))
     counters_.evicted_objects += removals.size();
   for (const ObjectRead& read : reads) {
