@@ -109,6 +109,7 @@ class KVCacheManager:
             limits.pop(key, None)
         if limits:
             raise _hkv.UsageError(f"unknown options {sorted(limits)}")
+        self.config = config  # what the cache was made from
         self.cache = _hkv.CacheManager(config)  # the C++ API, 1:1
         self._hits = {}  # request_id -> CacheHit awaiting adoption
         self._boundaries = {}  # request_id -> its lookup's shared prefix

@@ -9,6 +9,7 @@
 #include "hkv/object_group.h"
 #include "hkv/object_store.h"
 #include "hkv/tier_chain.h"
+#include "hkv/tier_connector.h"
 
 namespace hkv::python {
 namespace {
@@ -273,11 +274,93 @@ void BindChain(py::module_& m) {
       });
 }
 
+py::dict ConnectorCountersDict(const ConnectorCounters& c) {
+  py::dict d;
+  d["lookups"] = c.lookups;
+  d["extended_lookups"] = c.extended_lookups;
+  d["external_tokens"] = c.external_tokens;
+  d["loads_done"] = c.loads_done;
+  d["loads_failed"] = c.loads_failed;
+  d["wrong_size_parts"] = c.wrong_size_parts;
+  d["groups_stored"] = c.groups_stored;
+  return d;
+}
+
+void BindConnector(py::module_& m) {
+  py::class_<TierHit>(m, "TierHit")
+      .def_readonly("hit", &TierHit::hit)
+      .def_readonly("num_external_tokens", &TierHit::num_external_tokens)
+      .def_readonly("gpu_tokens", &TierHit::gpu_tokens);
+  py::class_<TierConnector>(
+      m, "TierConnector",
+      "A CacheManager's lookup extended through a TierChain, the load of "
+      "what it reached and the store of a request's cached entries "
+      "(hkv/tier_connector.h). Holds the chain; the cache is each call's.")
+      .def(py::init([](const CacheConfig& config, TierChain& chain,
+                       std::vector<std::uint64_t> part_bytes) {
+             return ValueOrThrow(TierConnector::Create(
+                 config, chain, {.part_bytes = std::move(part_bytes)}));
+           }),
+           py::arg("config"), py::arg("chain"),
+           py::arg("part_bytes") = std::vector<std::uint64_t>{},
+           py::keep_alive<1, 3>())
+      .def("lookup", &TierConnector::Lookup, py::arg("cache"),
+           py::arg("request"),
+           "The GPU hit and the tiers' extension (no I/O): allocate with "
+           "hit=.hit and num_external_computed_tokens=.num_external_tokens")
+      .def(
+          "load",
+          [](TierConnector& c, const CacheManager& cache,
+             const Request& request, const TierHit& hit,
+             const NewBlocks& placed) {
+            TierLoad load;
+            {
+              py::gil_scoped_release release;
+              load = c.Load(cache, request, hit, placed);
+            }
+            py::list parts;
+            for (const PartLoad& p : load.parts) {
+              parts.append(py::make_tuple(p.group, p.block, p.end_tokens,
+                                          py::bytes(p.bytes)));
+            }
+            return py::make_tuple(
+                load.state == LoadState::kDone ? "done" : "failed", parts,
+                load.bytes_read);
+          },
+          py::arg("cache"), py::arg("request"), py::arg("hit"),
+          py::arg("placed"),
+          "('done' | 'failed', [(group, block, end_tokens, bytes)], "
+          "bytes read): write each part into its block, or on 'failed' "
+          "free the request and look it up again")
+      .def(
+          "store",
+          [](TierConnector& c, const CacheManager& cache,
+             const Request& request, const py::function& read) {
+            return c.Store(cache, request, [&](GroupId g, BlockId b) {
+              const py::object bytes = read(g, b);
+              if (!py::isinstance<py::bytes>(bytes)) {
+                throw UsageError(
+                    "store(): read(group, block) must return "
+                    "bytes, got " +
+                    ShortRepr(bytes));
+              }
+              return bytes.cast<std::string>();
+            });
+          },
+          py::arg("cache"), py::arg("request"), py::arg("read"),
+          "Stores the request's cached entries the chain lacks; "
+          "read(group, block) returns a block's bytes. Returns groups stored")
+      .def("counters", [](const TierConnector& c) {
+        return ConnectorCountersDict(c.counters());
+      });
+}
+
 }  // namespace
 
 void BindTiers(py::module_& m) {
   BindStores(m);
   BindChain(m);
+  BindConnector(m);
 }
 
 }  // namespace hkv::python

@@ -89,3 +89,48 @@ def test_an_unreachable_redis_answers_error_and_the_chain_misses():
     assert chain.store([_group()]) == 0
     assert chain.load([KEY]) == [None]
     assert chain.counters()[0]["store"]["errors"] >= 1
+
+
+def test_the_connector_reloads_a_request_through_the_chain():
+    """hkv's own manager with the C++ TierConnector: serve, store, drop
+    every GPU copy, resend; the load returns each block's bytes for the
+    block the resend placed."""
+    import hkv
+    kv = hkv.KVCacheManager(groups="full:16", num_blocks=64)
+    chain = _hkv.TierChain(model="m", geometry="full16",
+                           stores=[_hkv.host_store(1 << 20)])
+    connector = _hkv.TierConnector(kv.config, chain, part_bytes=[8])
+    tokens = list(range(1, 101))
+    first = kv.make_request("a", tokens)
+    kv.allocate_slots(first, len(tokens))
+    kv.commit(first, len(tokens))
+    table = kv.get_block_ids(first)[0]
+    content = {b: b"blk%05d" % b for b in table}
+    assert connector.store(kv.cache, first, lambda g, b: content[b]) > 0
+    kv.free(first)
+    kv.reset_prefix_cache()
+    again = kv.make_request("b", tokens)
+    reach = connector.lookup(kv.cache, again)
+    assert reach.num_external_tokens == 96
+    placed = kv.cache.allocate(
+        again, num_new_tokens=len(tokens) - reach.hit.num_tokens
+        - reach.num_external_tokens, hit=reach.hit,
+        num_external_computed_tokens=reach.num_external_tokens)
+    state, parts, _ = connector.load(kv.cache, again, reach, placed)
+    assert state == "done"
+    assert [(end, data) for _, _, end, data in parts] == \
+        [(16 * (j + 1), content[table[j]]) for j in range(6)]
+    assert connector.counters()["loads_done"] == 1
+
+
+def test_the_connectors_read_must_return_bytes():
+    import hkv
+    kv = hkv.KVCacheManager(groups="full:16", num_blocks=16)
+    chain = _hkv.TierChain(model="m", geometry="g",
+                           stores=[_hkv.host_store(1 << 20)])
+    connector = _hkv.TierConnector(kv.config, chain)
+    r = kv.make_request("a", list(range(1, 40)))
+    kv.allocate_slots(r, 39)
+    kv.commit(r, 39)
+    with pytest.raises(_hkv.UsageError, match="must return bytes"):
+        connector.store(kv.cache, r, lambda g, b: "text")
