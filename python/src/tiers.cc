@@ -10,6 +10,7 @@
 #include "hkv/object_store.h"
 #include "hkv/tier_chain.h"
 #include "hkv/tier_connector.h"
+#include "hkv/tier_namespace.h"
 
 namespace hkv::python {
 namespace {
@@ -179,6 +180,36 @@ void BindStores(py::module_& m) {
       py::arg("timeout_s") = 0.2, py::arg("reconnect_interval_s") = 0.5,
       "A Redis server (connects lazily; a lost server answers 'error' and is "
       "reconnected to on a later call)");
+}
+
+void BindNamespace(py::module_& m) {
+  m.def(
+      "namespace_of",
+      [](const CacheConfig& config, const std::string& model,
+         const std::string& dtype, std::vector<std::uint64_t> page_bytes,
+         std::uint32_t tp_rank, std::uint32_t tp_size, std::uint32_t dcp_rank,
+         const std::string& salt_domain, const std::string& key_scheme) {
+        const TierNamespace ns =
+            NamespaceOf(config, {.model = model,
+                                 .dtype = dtype,
+                                 .page_bytes = std::move(page_bytes),
+                                 .tp_rank = tp_rank,
+                                 .tp_size = tp_size,
+                                 .dcp_rank = dcp_rank,
+                                 .salt_domain = salt_domain,
+                                 .key_scheme = key_scheme});
+        py::dict d;
+        d["model"] = ns.model;
+        d["geometry"] = ns.geometry;
+        d["salt_domain"] = ns.salt_domain;
+        return d;
+      },
+      py::arg("config"), py::arg("model"), py::arg("dtype") = "",
+      py::arg("page_bytes") = std::vector<std::uint64_t>{},
+      py::arg("tp_rank") = 0, py::arg("tp_size") = 1, py::arg("dcp_rank") = 0,
+      py::arg("salt_domain") = "", py::arg("key_scheme") = "",
+      "The namespace of a configuration's tier objects "
+      "(hkv/tier_namespace.h), as TierChain's keywords");
 }
 
 void BindChain(py::module_& m) {
@@ -360,6 +391,7 @@ void BindConnector(py::module_& m) {
 void BindTiers(py::module_& m) {
   BindStores(m);
   BindChain(m);
+  BindNamespace(m);
   BindConnector(m);
 }
 

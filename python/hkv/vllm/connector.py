@@ -160,10 +160,10 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         self._usable = all(
             getattr(s, "mamba_cache_mode", "all") != "align"
             for s in self._specs) and bool(cache.enable_prefix_caching)
-        self._geometry = tier_config.geometry_text(
-            self._specs, self._rules, self._hash_unit,
-            getattr(cache, "prefix_caching_hash_algo", "sha256"),
-            getattr(cache, "cache_dtype", "auto"))
+        self._groups = groups
+        self._hash_algo = str(getattr(cache, "prefix_caching_hash_algo",
+                                      "sha256"))
+        self._cache_dtype = str(getattr(cache, "cache_dtype", "auto"))
         self._model = str(getattr(vllm_config.model_config, "model", ""))
         if role == KVConnectorRole.SCHEDULER:
             self._scheduler_init()
@@ -397,9 +397,6 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         return 0 if self._tier_io is None else \
             self._tier_io.wrong_shape_groups
 
-    def _namespace_geometry(self):
-        rank, tp, dcp = self._rank
-        return f"{self._geometry}|tp{rank % tp}of{tp}|dcp{dcp}"
 
     def register_kv_caches(self, kv_caches):
         num_blocks = self._kv_cache_config.num_blocks
@@ -428,10 +425,15 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
                 "from a random root in every process, so objects in file "
                 "and Redis tiers are not found again after a restart or by "
                 "another instance; set it to one value on every engine")
-        chain = _hkv.TierChain(
-            model=self._model, geometry=self._namespace_geometry(),
+        rank, tp, dcp = self._rank
+        ns = tier_config.namespace(
+            self._groups, self._hash_unit, model=self._model,
+            dtype=self._cache_dtype, page_bytes=part_bytes,
+            tp_rank=rank % tp, tp_size=tp, dcp_rank=rank % dcp,
             salt_domain=self._salt_domain,
-            stores=tier_config.open_stores(self._tiers))
+            key_scheme=f"engine-{self._hash_algo}")
+        chain = _hkv.TierChain(**ns,
+                               stores=tier_config.open_stores(self._tiers))
         self._tier_io = tier_worker.TierWorker(chain, part_bytes,
                                                threaded=self._threaded)
         self._tier_io.learn_all()

@@ -14,6 +14,7 @@ SIZE as hkv.parse_byte_size reads it ("8GiB", "1.5TB", "4096").
 import hashlib
 
 from hkv import _hkv
+from hkv.manager import make_groups
 
 _HELP = ("tiers are comma-separated host:SIZE, file:DIR[@SIZE] or "
          "redis://HOST:PORT, e.g. 'host:8GiB,redis://127.0.0.1:6379'")
@@ -64,17 +65,17 @@ def open_stores(tiers):
     return [makers[kind](**args) for kind, args in tiers]
 
 
-def geometry_text(specs, rules, hash_unit, hash_algo, cache_dtype):
-    """Everything an object's bytes depend on besides the model and the
-    ranks: each group's kind, block size, window or chunk, page bytes and
-    class, the hash unit and key function, and the cache dtype."""
-    parts = []
-    for spec, rule in zip(specs, rules):
-        page = getattr(spec, "page_size_bytes", None)
-        mode = getattr(spec, "mamba_cache_mode", "")
-        parts.append(f"{type(spec).__name__}:{rule.kind}:{rule.block_size}:"
-                     f"w{rule.window}:c{rule.chunk}:p{page}:{mode}")
-    return "+".join(parts) + f"|unit{hash_unit}|{hash_algo}|{cache_dtype}"
+def namespace(groups, hash_unit, **identity):
+    """TierChain's namespace keywords for an engine whose cache groups are
+    hkv group dicts (hkv.vllm.config.groups_from_config) keyed every
+    `hash_unit` tokens: hkv's NamespaceOf (hkv/tier_namespace.h) over them
+    and `identity` (model, dtype, page_bytes, tp_rank, tp_size, dcp_rank,
+    salt_domain, key_scheme)."""
+    config = _hkv.CacheConfig()
+    config.groups = make_groups(groups)
+    config.keys = _hkv.KeySchemeOptions(_hkv.KeyFunction.SHA256_CBOR,
+                                        hash_unit, None)
+    return _hkv.namespace_of(config, **identity)
 
 
 def object_key(block_hash):

@@ -222,8 +222,9 @@ def test_a_restart_reads_the_file_tier_and_a_foreign_namespace_does_not(
 def test_objects_of_another_page_shape_are_refused(tmp_path, monkeypatch):
     """Under one namespace (forced here), objects another engine wrote with
     other page sizes fail the part-size check before anything is claimed."""
-    monkeypatch.setattr(hkv_connector.tier_config, "geometry_text",
-                        lambda *args: "one-namespace")
+    monkeypatch.setattr(
+        hkv_connector.tier_config, "namespace",
+        lambda *args, **kw: {"model": "m", "geometry": "one-namespace"})
     monkeypatch.setenv("PYTHONHASHSEED", "0")
     tiers = f"file:{tmp_path / 'objects'}"
     prompts = _prompts(6, count=2)
