@@ -48,6 +48,12 @@ struct GeometryComparisonOptions {
       "2048/256/256,retention=placement",
       "2048/2048/2048,pools=rebalanced,retention=placement",
       "256/256/256,pools=rebalanced,retention=placement"};
+  // The first `built_in` geometries are the comparison's own choice, not
+  // the user's: one the deployment's model cannot run (a coupled layout
+  // takes only T/T/U; a block its pages do not divide) is left out, with
+  // the reason in Comparison::skipped. Any other invalid geometry, or all
+  // of them left out, is an error.
+  std::size_t built_in = 0;
   std::vector<std::string> scenarios = {
       "cold-prefill", "resend", "shared-prefix", "needle", "decode-cell"};
   Objective objective = Objective::kTtftP50;
@@ -141,6 +147,8 @@ struct Comparison {
   // sentence on what it leaves behind.
   std::optional<std::size_t> reference_best = std::nullopt;
   std::string beyond_reference = {};
+  // Built-in geometries left out, each "GEOMETRY: why".
+  std::vector<std::string> skipped = {};
 };
 
 // Whether a configuration runs as the reference does: one shared pool and
@@ -159,8 +167,9 @@ Candidate CandidateOf(const ConfigurationOutcome& outcome,
                       const SimulationResult& trace);
 
 // The geometry comparison of `hkv compare` without --config or --vary: the
-// default geometries, then those of options.geometries not among them, on
-// the options' deployment and trace, by options.objective.
+// default geometries (built in: those the model cannot run are left out),
+// then those of options.geometries not among them, on the options'
+// deployment and trace, by options.objective.
 // kInvalidArgument for an unknown objective.
 [[nodiscard]] Result<GeometryComparisonOptions> GeometryComparisonFrom(
     const CompareOptions& options);

@@ -65,6 +65,9 @@ struct ExperimentOptions {
   std::uint32_t tp = 4;
   double budget_gib = 33.0;
   std::string geometry = "2048/256/256";
+  // The longest request the deployment plans for (max_model_len); unset:
+  // the preset's, else 262,144.
+  std::optional<std::uint64_t> context = {};
   // Engine.
   std::uint32_t max_batched_tokens = 8192;
   std::uint32_t max_num_seqs = 256;

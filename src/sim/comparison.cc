@@ -251,6 +251,7 @@ Result<GeometryComparisonOptions> GeometryComparisonFrom(
   GeometryComparisonOptions out;
   out.experiment = options.sim;
   out.objective = *objective;
+  out.built_in = out.geometries.size();
   for (const std::string& g : options.geometries) {
     if (std::find(out.geometries.begin(), out.geometries.end(), g) ==
         out.geometries.end()) {
@@ -284,18 +285,32 @@ Result<Comparison> RunGeometryComparison(
                .capacity_tolerance = options.capacity_tolerance};
   // Every entry is resolved before the first run.
   std::vector<SimConfig> configs;
-  for (const std::string& geometry : options.geometries) {
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < options.geometries.size(); ++i) {
+    const std::string& geometry = options.geometries[i];
     Result<SimConfig> config = ConfigurationOf(geometry, e);
+    if (!config && i < options.built_in &&
+        config.error().code == ErrorCode::kInvalidArgument) {
+      c.skipped.push_back(config.error().message);
+      continue;
+    }
     if (!config) {
       return Fail(config.error().code,
                   geometry + ": " + config.error().message);
     }
     configs.push_back(std::move(*config));
+    labels.push_back(geometry);
+  }
+  if (configs.empty()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "no built-in geometry fits --model " + e.model +
+                    "; give one with --geometry T/R/U (" + c.skipped.front() +
+                    ")");
   }
   const Shared shared{&options, &e, &*trace, &progress};
   for (std::size_t i = 0; i < configs.size(); ++i) {
     Result<ConfigurationOutcome> outcome =
-        RunConfiguration(options.geometries[i], std::move(configs[i]), shared);
+        RunConfiguration(labels[i], std::move(configs[i]), shared);
     if (!outcome) return tl::unexpected(outcome.error());
     c.configurations.push_back(std::move(*outcome));
   }

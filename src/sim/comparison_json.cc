@@ -154,6 +154,7 @@ json ComparisonObject(const Comparison& c) {
       {"retention", c.retention},
       {"objective", std::string(ObjectiveName(c.objective))},
       {"capacity_tolerance", c.capacity_tolerance},
+      {"skipped", c.skipped},
       {"configurations", json::array()}};
   for (const ConfigurationOutcome& o : c.configurations) {
     out["configurations"].push_back(Configuration(o));

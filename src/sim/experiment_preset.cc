@@ -89,6 +89,7 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
   spec.dcp = o.dcp;
   spec.budget_bytes =
       static_cast<std::uint64_t>(std::llround(o.budget_gib * kGiB));
+  if (o.context) spec.context_tokens = *o.context;
   // The engine's drafts, not the model's: without speculative decoding no
   // speculative states are kept.
   spec.speculative_tokens = o.spec_drafts;

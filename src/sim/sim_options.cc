@@ -183,6 +183,13 @@ std::vector<SimOption> DeploymentOptions() {
        .field = &O::geometry,
        .help = "Page geometry target/recurrent/unit",
        .varied = true},
+      {.name = "context",
+       .field = &O::context,
+       .help = "Longest request the deployment plans for (max_model_len; "
+               "default the preset's, else 262144): one must fit the budget",
+       .min = 1,
+       .max = kMaxTokensPerRequest,
+       .varied = true},
   };
 }
 

@@ -309,6 +309,9 @@ void PrintComparison(const Comparison& c) {
              c.preset.empty() ? "(flags)" : c.preset,
              c.trace.empty() ? "bundled conversation" : c.trace,
              c.trace_requests);
+  for (const std::string& skipped : c.skipped) {
+    fmt::print("left out (the model cannot run it): {}\n", skipped);
+  }
   for (std::size_t i = 0; i < c.configurations.size(); i += kColumnsPerBlock) {
     if (i > 0) fmt::print("\n");
     PrintBlock(c, i, std::min(c.configurations.size(), i + kColumnsPerBlock));
