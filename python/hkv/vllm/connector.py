@@ -56,6 +56,7 @@ import torch
 from vllm.distributed.kv_transfer.kv_connector.v1.base import (
     KVConnectorBase_V1, KVConnectorMetadata, KVConnectorRole,
     KVConnectorWorkerMetadata, SupportsHMA)
+from vllm.v1.core import kv_cache_utils
 
 from hkv import _hkv
 from hkv.vllm import config as hkv_config
@@ -153,10 +154,11 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         self._rules = tier_plan.rules_from_groups(groups)
         self._specs = hkv_config.group_specs(kv_cache_config)
         cache = vllm_config.cache_config
-        parallel = getattr(vllm_config, "parallel_config", None)
-        dcp = getattr(parallel, "decode_context_parallel_size", 1) or 1
-        self._hash_unit = int(extra.get("hash_block_size",
-                                        cache.block_size * dcp))
+        # The unit of request.block_hashes, as the engine resolves it (the
+        # GCD of hybrid groups' blocks, the block x DCP x PCP of one group).
+        _, unit = kv_cache_utils.resolve_kv_cache_block_sizes(
+            kv_cache_config, vllm_config)
+        self._hash_unit = int(extra.get("hash_block_size", unit))
         self._usable = all(
             getattr(s, "mamba_cache_mode", "all") != "align"
             for s in self._specs) and bool(cache.enable_prefix_caching)

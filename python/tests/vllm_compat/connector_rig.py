@@ -25,8 +25,9 @@ from vllm.distributed.kv_transfer.kv_connector.factory import \
 from vllm.distributed.kv_transfer.kv_connector.v1.base import KVConnectorRole
 from vllm.sampling_params import SamplingParams
 from vllm.utils.hashing import sha256
-from vllm.v1.core.kv_cache_utils import get_request_block_hasher, \
-    init_none_hash
+from vllm.v1.core.kv_cache_utils import (get_request_block_hasher,
+                                         init_none_hash,
+                                         resolve_kv_cache_block_sizes)
 from vllm.v1.core.sched import scheduler as scheduler_module
 from vllm.v1.kv_cache_interface import (FullAttentionSpec, KVCacheConfig,
                                         KVCacheGroupSpec, MambaSpec,
@@ -43,18 +44,20 @@ PAGE_WORDS = 4   # float32 words per token slot per layer
 STATE_WORDS = 6  # float32 words of a recurrent state per tensor
 
 
-def kv_cache_config(kinds):
-    """One layer per group of `kinds` ("full", "swa", "mamba")."""
+def kv_cache_config(kinds, blocks=None):
+    """One layer per group of `kinds` ("full", "swa", "mamba"), of block
+    sizes `blocks` (default BLOCK each)."""
+    blocks = blocks or [BLOCK] * len(kinds)
     groups = []
     for i, kind in enumerate(kinds):
-        common = dict(block_size=BLOCK, num_kv_heads=1, head_size=PAGE_WORDS,
-                      dtype=torch.float32)
+        common = dict(block_size=blocks[i], num_kv_heads=1,
+                      head_size=PAGE_WORDS, dtype=torch.float32)
         if kind == "full":
             spec = FullAttentionSpec(**common)
         elif kind == "swa":
             spec = SlidingWindowSpec(**common, sliding_window=WINDOW)
         else:
-            spec = MambaSpec(block_size=BLOCK,
+            spec = MambaSpec(block_size=blocks[i],
                              shapes=((STATE_WORDS,), (STATE_WORDS,)),
                              dtypes=(torch.float32, torch.float32),
                              mamba_cache_mode="all")
@@ -63,9 +66,10 @@ def kv_cache_config(kinds):
                          kv_cache_groups=groups)
 
 
-def make_engine(kinds, extra, manager_class=None, model="facebook/opt-125m"):
-    """(scheduler, worker connector, kv cache config) for `kinds` with the
-    connector's extra config `extra`."""
+def make_engine(kinds, extra, manager_class=None, model="facebook/opt-125m",
+                blocks=None):
+    """(scheduler, worker connector, kv cache config) for `kinds` (of block
+    sizes `blocks`) with the connector's extra config `extra`."""
     init_none_hash(sha256)
     model_config = ModelConfig(model=model, dtype="float16", seed=42,
                                max_model_len=4096)
@@ -84,29 +88,35 @@ def make_engine(kinds, extra, manager_class=None, model="facebook/opt-125m"):
                              model_config=model_config,
                              cache_config=cache_config,
                              kv_transfer_config=transfer)
-    config = kv_cache_config(kinds)
+    config = kv_cache_config(kinds, blocks)
     cache_config.num_gpu_blocks = NUM_BLOCKS
+    # The scheduler's block and the hash unit, as the engine's core resolves
+    # them for these groups.
+    scheduler_block, hash_unit = resolve_kv_cache_block_sizes(config,
+                                                              vllm_config)
     saved = scheduler_module.KVCacheManager
     scheduler_module.KVCacheManager = manager_class or saved
     try:
         scheduler = scheduler_module.Scheduler(
             vllm_config=vllm_config, kv_cache_config=config,
-            block_size=BLOCK, log_stats=True,
+            block_size=scheduler_block, hash_block_size=hash_unit,
+            log_stats=True,
             structured_output_manager=StructuredOutputManager(vllm_config))
     finally:
         scheduler_module.KVCacheManager = saved
     worker = KVConnectorFactory.create_connector(
         config=vllm_config, role=KVConnectorRole.WORKER,
         kv_cache_config=config)
+    scheduler.hash_unit = hash_unit  # for request()
     return scheduler, worker, config
 
 
-def request(request_id, prompt, max_tokens=3):
+def request(request_id, prompt, max_tokens=3, hash_unit=BLOCK):
     params = SamplingParams(ignore_eos=True, max_tokens=max_tokens)
     params.update_from_generation_config({}, EOS)
     return Request(request_id=request_id, prompt_token_ids=list(prompt),
                    sampling_params=params, pooling_params=None,
-                   block_hasher=get_request_block_hasher(BLOCK, sha256))
+                   block_hasher=get_request_block_hasher(hash_unit, sha256))
 
 
 def _digest(tokens, layer, words):
@@ -122,6 +132,8 @@ class StandInModel:
 
     def __init__(self, kinds, config):
         self.kinds = kinds
+        self.blocks = [g.kv_cache_spec.block_size
+                       for g in config.kv_cache_groups]
         self.tensors = {}
         for i, kind in enumerate(kinds):
             name = f"layer{i}"
@@ -131,7 +143,8 @@ class StandInModel:
             else:
                 # The (2, num_blocks, block, heads, head size) layout of K
                 # and V: blocks are dimension 1.
-                self.tensors[name] = torch.zeros(2, NUM_BLOCKS, BLOCK, 1,
+                self.tensors[name] = torch.zeros(2, NUM_BLOCKS,
+                                                 self.blocks[i], 1,
                                                  PAGE_WORDS)
         self.tables = {}
         self.bad_reads = []
@@ -175,7 +188,8 @@ class StandInModel:
             for g, kind in enumerate(self.kinds):
                 if kind != "mamba" or computed == 0:
                     continue
-                block = self.tables[rid][g][(computed - 1) // BLOCK]
+                block = self.tables[rid][g][(computed - 1)
+                                            // self.blocks[g]]
                 if self._state_read(g, block) != self._state_expected(
                         g, req.all_token_ids, computed):
                     self.bad_reads.append((rid, g, computed))
@@ -194,8 +208,9 @@ class StandInModel:
                     continue
                 first = max(0, computed - WINDOW + 1) if kind == "swa" else 0
                 for p in range(first, computed):
-                    block = table[g][p // BLOCK]
-                    if self._page_read(g, block, p % BLOCK) != \
+                    b = self.blocks[g]
+                    block = table[g][p // b]
+                    if self._page_read(g, block, p % b) != \
                             self._page_expected(g, tokens, p):
                         self.bad_reads.append((rid, g, p))
                         break
@@ -210,18 +225,19 @@ class StandInModel:
                 t = self.tensors[f"layer{g}"]
                 if kind == "mamba":
                     ends = [e for e in range(start + 1, start + n + 1)
-                            if e % BLOCK == 0 or e == start + n]
+                            if e % self.blocks[g] == 0 or e == start + n]
                     for end in ends:
-                        block = table[g][(end - 1) // BLOCK]
+                        block = table[g][(end - 1) // self.blocks[g]]
                         for s, values in enumerate(
                                 self._state_expected(g, tokens, end)):
                             t[s][block] = torch.tensor(values)
                     continue
+                b = self.blocks[g]
                 for p in range(start, start + n):
-                    block = table[g][p // BLOCK]
+                    block = table[g][p // b]
                     for kv, values in enumerate(
                             self._page_expected(g, tokens, p)):
-                        t[kv, block, p % BLOCK, 0] = torch.tensor(values)
+                        t[kv, block, p % b, 0] = torch.tensor(values)
 
 
 def step(scheduler, worker, model, requests, token=7):
@@ -265,7 +281,8 @@ def serve(scheduler, worker, model, prompts, prefix, max_steps=2000):
     started from (the local hit plus what the connector supplied)."""
     requests = {}
     for i, prompt in enumerate(prompts):
-        req = request(f"{prefix}{i}", prompt)
+        req = request(f"{prefix}{i}", prompt,
+                      hash_unit=getattr(scheduler, "hash_unit", BLOCK))
         requests[req.request_id] = req
         scheduler.add_request(req)
     external = {}
