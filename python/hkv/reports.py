@@ -44,8 +44,9 @@ def from_compare(configuration):
 
 
 def reports_in(data):
-    """The reports of a compare/simulate JSON: a bare list of reports, an
-    object listing them under "configurations" or "reports", or the
+    """The reports of a compare/simulate JSON: one report (``hkv simulate
+    --json``), a bare list of reports, an object listing them under
+    "configurations" or "reports", or the
     "hkv.compare/1" object of ``hkv compare --json`` (its configurations,
     through from_compare); None when `data` is none of these."""
     if isinstance(data, dict) and data.get("schema") == "hkv.compare/1":
@@ -54,6 +55,8 @@ def reports_in(data):
                 map(_is_report, configurations)):
             return None
         return [from_compare(c) for c in configurations] or None
+    if _is_report(data) and "table" in data:  # one `hkv simulate --json`
+        return [data]
     if isinstance(data, dict):
         data = data.get("configurations", data.get("reports"))
     if isinstance(data, list) and data and all(map(_is_report, data)):

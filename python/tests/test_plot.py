@@ -144,6 +144,15 @@ def test_golden_compare_draws_without_the_extension(tmp_path, wrap):
     assert "engine: maximum concurrency (logged)" in svg
 
 
+def test_one_simulate_report_draws(tmp_path):
+    """`hkv simulate --json` writes one report, not a list: drawn as one."""
+    path = write(tmp_path / "sim.json", load_json(GOLDEN)[0])
+    result = pure_run([path, "-o", str(tmp_path / "out")], tmp_path)
+    assert result.returncode == 0, result.stderr
+    for name in ["engine_capacity", "hit_ratio", "kv_usage", "ttft"]:
+        assert (tmp_path / "out" / f"{name}.svg").stat().st_size > 1000
+
+
 def test_golden_compare_series():
     found = reports.reports_in(load_json(GOLDEN))
     labels = ["256/256/256", "2048/2048/2048", "2048/256/256"]
@@ -209,6 +218,10 @@ def test_reports_found_in_every_compare_shape():
     assert reports.reports_in({"configurations": one}) == one
     assert reports.reports_in({"reports": one}) == one
     assert reports.reports_in({"plans": []}) is None
+    # One `hkv simulate --json` report: a label and its table.
+    single = {"label": "2048/256/256", "table": {"reused_tokens": 1},
+              "requests": []}
+    assert reports.reports_in(single) == [single]
     assert reports.reports_in([{"geometry": "x"}]) is None
     assert reports.sweep_in({"runs": []}) is None
 
