@@ -21,6 +21,7 @@ import argparse
 import json
 import pathlib
 import sys
+import textwrap
 
 import matplotlib
 
@@ -91,6 +92,23 @@ def _save(fig, out, name, formats):
     return paths
 
 
+def _category_ticks(ax, labels):
+    """Configuration names under bars, legible at eight or more: wrapped
+    at spaces, upright when there are more than three."""
+    ax.set_xticks(range(len(labels)))
+    wrapped = [textwrap.fill(label, 16) for label in labels]
+    if len(labels) > 3:
+        ax.set_xticklabels(wrapped, rotation=90, fontsize="small")
+    else:
+        ax.set_xticklabels(wrapped)
+
+
+def _legend_outside(ax, **options):
+    """The legend to the right of the axes, so no line or bar hides."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0,
+              **options)
+
+
 def _bars(ax, categories, series):
     """Grouped bars: one bar series per (label, values) of `series`."""
     width = 0.8 / max(len(series), 1)
@@ -98,8 +116,7 @@ def _bars(ax, categories, series):
         xs = [x + (i - (len(series) - 1) / 2) * width
               for x in range(len(categories))]
         ax.bar(xs, values, width, label=label)
-    ax.set_xticks(range(len(categories)))
-    ax.set_xticklabels(categories)
+    _category_ticks(ax, categories)
 
 
 def plot_capacity(plans, title, out, formats):
@@ -133,7 +150,7 @@ def plot_timeline(runs, key, label, out, formats):
     ax.set_xlabel("time (s)")
     ax.set_ylabel(label)
     ax.grid(alpha=0.3)
-    ax.legend(title="configuration", fontsize="small")
+    _legend_outside(ax, title="configuration", fontsize="small")
     ax.set_title(f"{label} over time")
     return _save(fig, out, key, formats)
 
@@ -161,7 +178,7 @@ def plot_ttft(runs, out, formats):
     ax.set_xlabel(f"time to first token ({unit})")
     ax.set_ylabel("fraction of requests served by then")
     ax.grid(alpha=0.3)
-    ax.legend(title="configuration", fontsize="small")
+    _legend_outside(ax, title="configuration", fontsize="small")
     ax.set_title("Time to first token, per request")
     return _save(fig, out, "ttft", formats)
 
@@ -180,12 +197,12 @@ def plot_miss_causes(runs, out, formats):
                   for r in runs]
         ax.bar(range(len(runs)), tokens, 0.6, bottom=bottoms, label=words)
         bottoms = [b + t for b, t in zip(bottoms, tokens)]
-    ax.set_xticks(range(len(runs)))
-    ax.set_xticklabels(labels)
+    _category_ticks(ax, labels)
     ax.set_xlabel("configuration")
     ax.set_ylabel("prompt tokens recomputed")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(title="why the cached prefix was not used", fontsize="small")
+    _legend_outside(ax, title="why the cached prefix was not used",
+                    fontsize="small")
     ax.set_title("Cache misses by cause")
     return _save(fig, out, "miss_causes", formats)
 
@@ -209,8 +226,7 @@ def plot_engine_capacity(found, out, formats):
          [c["whole_requests"] for _, c in rows])])
     right.set_ylabel("requests at the full model length")
     right.set_title("Requests that fit at once")
-    right.margins(y=0.3)  # room for the legend above the bars
-    right.legend(fontsize="small")
+    _legend_outside(right, fontsize="small")
     for ax in (left, right):
         ax.set_xlabel("configuration")
         ax.grid(axis="y", alpha=0.3)

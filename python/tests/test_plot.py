@@ -330,3 +330,46 @@ def test_router_bars_values(tmp_path):
                          capture_output=True, text=True, env=python_env(),
                          check=True).stdout.split()
     assert str(tmp_path / "out" / "routers.png") in out
+
+
+EIGHT = ["256/256/256", "2048/2048/2048", "2048/2048/256", "2048/256/256",
+         "2048/2048/2048 placement", "2048/256/256 placement",
+         "2048/2048/2048 rebalanced pools placement",
+         "256/256/256 rebalanced pools placement"]
+
+
+def _overlap(a, b):
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_charts_stay_legible_with_eight_configurations(tmp_path,
+                                                       monkeypatch):
+    """The default comparison's eight labels: no two tick labels overlap,
+    and no legend covers an axes' plotting area (checked on the drawn
+    figures' text extents)."""
+    from hkv import plot
+    figures = []
+    monkeypatch.setattr(plot, "_save",
+                        lambda fig, out, name, formats: figures.append(
+                            (name, fig)) or [])
+    found = [compare1_configuration(label, 10 * i)
+             for i, label in enumerate(EIGHT)]
+    data = {"schema": "hkv.compare/1", "configurations": found}
+    plot.plot(plot.load([write(tmp_path / "c.json", data)]), tmp_path)
+    names = {name for name, _ in figures}
+    assert {"engine_capacity", "miss_causes", "hit_ratio", "kv_usage",
+            "ttft"} <= names
+    for name, fig in figures:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            ticks = [t.get_window_extent(renderer)
+                     for t in ax.get_xticklabels() if t.get_text()]
+            for i, a in enumerate(ticks):
+                for b in ticks[i + 1:]:
+                    assert not _overlap(a, b), (name, "tick labels overlap")
+            legend = ax.get_legend()
+            if legend is not None:
+                assert not _overlap(legend.get_window_extent(renderer),
+                                    ax.get_window_extent(renderer)), (
+                    name, "the legend covers the plot")
