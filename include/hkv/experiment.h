@@ -93,6 +93,7 @@ struct ExperimentOptions {
   // Output (read by the callers).
   bool json = false;
   bool csv = false;
+  bool quiet = false;  // no progress on stderr
   // The options set explicitly (their names in hkv/sim_options.h, e.g.
   // "spec_drafts"): a preset does not override them.
   std::set<std::string> given = {};

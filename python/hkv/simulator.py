@@ -35,31 +35,36 @@ def _with_data(options):
     return {"data_dir": DATA_DIR, **options}
 
 
-def simulate(**options):
-    """One configuration: the report of ``hkv simulate --json``."""
-    return json.loads(_hkv.simulate_json(_with_data(options)))[0]
+def simulate(progress=None, **options):
+    """One configuration: the report of ``hkv simulate --json``.
+    ``progress(label, done, total)``, when given, is called as requests
+    finish (an exception it raises stops the calls and is raised at the
+    end)."""
+    return json.loads(_hkv.simulate_json(_with_data(options), progress))[0]
 
 
 def compare(configs=None, vary="", geometries=None, objective="ttft-p50",
-            **options):
+            progress=None, **options):
     """``hkv compare --json``. With ``configs`` (``--config`` specs) or one
     flag varied (``vary="concurrency=1,4"``): one report per configuration
     (``geometries`` adds columns), a list. Without them: the geometry
     comparison with its recommendation, as ``compare_geometries``, a dict
-    (schema "hkv.compare/1")."""
+    (schema "hkv.compare/1"). ``progress`` as simulate's, per run."""
     if configs or vary:
         return json.loads(_hkv.compare_json(
             _with_data(options), list(configs or []),
-            list(geometries or []), vary))
-    return compare_geometries(geometries, objective, **options)
+            list(geometries or []), vary, progress))
+    return compare_geometries(geometries, objective, progress, **options)
 
 
-def compare_geometries(geometries=None, objective="ttft-p50", **options):
+def compare_geometries(geometries=None, objective="ttft-p50", progress=None,
+                       **options):
     """The geometry comparison of ``hkv compare`` (no ``--config``): the
-    seven default configurations (the reviewers' four geometries, then
-    hkv's three) and ``geometries`` (``"T/R/U"``, optionally with
+    eight default configurations (the reviewers' four geometries, then
+    hkv's four; those the model cannot run are left out, under "skipped")
+    and ``geometries`` (``"T/R/U"``, optionally with
     ``",pools=LAYOUT"`` and ``",retention=RETENTION"``), on the scenarios
     and the trace, with the recommendation and ``beyond_reference``; ``hkv compare --json`` as a dict
     (schema "hkv.compare/1", docs/simulator.md)."""
     return json.loads(_hkv.compare_geometries_json(
-        _with_data(options), list(geometries or []), objective))
+        _with_data(options), list(geometries or []), objective, progress))

@@ -4,6 +4,7 @@
 // passes data_dir, the folder of the bundled data (the default workload's
 // trace), which it finds beside the package, so an installed module does
 // not depend on the source tree.
+#include <exception>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -49,49 +50,102 @@ std::string ReportsJson(const Result<SimRuns>& runs,
   return SimReportsJson(ReportsOf(*runs, options));
 }
 
+// A Python progress callback, progress(label, done, total), called with
+// the GIL held from the run's thread. The first exception it raises stops
+// further calls and is raised again by Rethrow once the run is over.
+class PythonProgress {
+ public:
+  explicit PythonProgress(py::object callback)
+      : callback_(std::move(callback)) {
+    if (!callback_.is_none() && !PyCallable_Check(callback_.ptr())) {
+      throw UsageError(
+          "progress must be callable(label, done, total) or "
+          "None, got " +
+          ShortRepr(callback_));
+    }
+  }
+  SimProgress Get() {
+    if (callback_.is_none()) return {};
+    return
+        [this](const std::string& label, std::size_t done, std::size_t total) {
+          py::gil_scoped_acquire gil;
+          if (error_) return;
+          try {
+            callback_(label, done, total);
+          } catch (const py::error_already_set&) {
+            error_ = std::current_exception();
+          }
+        };
+  }
+  // REQUIRES: the GIL is held.
+  void Rethrow() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  py::object callback_;
+  std::exception_ptr error_;
+};
+
 }  // namespace
 
 void BindSimulator(py::module_& m) {
   m.def(
       "simulate_json",
-      [](const py::dict& options) {
+      [](const py::dict& options, py::object progress) {
         const ExperimentOptions o = OptionsFrom(options);
-        py::gil_scoped_release release;
-        return ReportsJson(RunSimulation(o, {}), o);
+        PythonProgress callback(std::move(progress));
+        Result<SimRuns> runs = [&] {
+          py::gil_scoped_release release;
+          return RunSimulation(o, callback.Get());
+        }();
+        callback.Rethrow();
+        return ReportsJson(runs, o);
       },
-      py::arg("options"),
+      py::arg("options"), py::arg("progress") = py::none(),
       "Runs `hkv simulate` with the options (ExperimentOptions field names) "
       "and returns its JSON reports (a list of one)");
   m.def(
       "compare_json",
       [](const py::dict& options, std::vector<std::string> configs,
-         std::vector<std::string> geometries, std::string vary) {
+         std::vector<std::string> geometries, std::string vary,
+         py::object progress) {
         CompareOptions o{.sim = OptionsFrom(options),
                          .configs = std::move(configs),
                          .vary = std::move(vary),
                          .geometries = std::move(geometries)};
-        py::gil_scoped_release release;
-        return ReportsJson(RunComparison(o, {}), o.sim);
+        PythonProgress callback(std::move(progress));
+        Result<SimRuns> runs = [&] {
+          py::gil_scoped_release release;
+          return RunComparison(o, callback.Get());
+        }();
+        callback.Rethrow();
+        return ReportsJson(runs, o.sim);
       },
       py::arg("options"), py::arg("configs"), py::arg("geometries"),
-      py::arg("vary"),
+      py::arg("vary"), py::arg("progress") = py::none(),
       "Runs `hkv compare --config/--vary` and returns its JSON reports, one "
       "per column");
   m.def(
       "compare_geometries_json",
       [](const py::dict& options, std::vector<std::string> geometries,
-         std::string objective) {
+         std::string objective, py::object progress) {
         CompareOptions o{.sim = OptionsFrom(options),
                          .geometries = std::move(geometries),
                          .objective = std::move(objective)};
         Result<GeometryComparisonOptions> ab = GeometryComparisonFrom(o);
         if (!ab) throw ResultError(ab.error());
-        py::gil_scoped_release release;
-        Result<Comparison> c = RunGeometryComparison(*ab, {});
+        PythonProgress callback(std::move(progress));
+        Result<Comparison> c = [&] {
+          py::gil_scoped_release release;
+          return RunGeometryComparison(*ab, callback.Get());
+        }();
+        callback.Rethrow();
         if (!c) throw ResultError(c.error());
         return ComparisonJson(*c);
       },
       py::arg("options"), py::arg("geometries"), py::arg("objective"),
+      py::arg("progress") = py::none(),
       "Runs the geometry comparison of `hkv compare` without --config and "
       "returns its JSON (schema hkv.compare/1)");
 }

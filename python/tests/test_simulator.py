@@ -135,3 +135,31 @@ def test_tiers_reuse_what_the_gpu_evicted():
     assert [t["name"] for t in tiered["tiers"]] == ["host", "redis"]
     with pytest.raises(hkv.Error, match="capacity"):
         hkv.simulate(limit=2, tiers=["redis://127.0.0.1:6379"])
+
+
+def test_progress_is_called_as_requests_finish():
+    calls = []
+    hkv.simulate(limit=600, progress=lambda *a: calls.append(a))
+    assert calls, "no progress call"
+    labels = {label for label, _, _ in calls}
+    assert len(labels) == 1
+    done = [d for _, d, _ in calls]
+    assert done == sorted(done)
+    assert calls[-1][1:] == (600, 600)
+
+
+def test_an_exception_in_progress_is_raised_after_the_run():
+    def fails(label, done, total):
+        raise KeyError("stop")
+
+    with pytest.raises(KeyError, match="stop"):
+        hkv.simulate(limit=300, progress=fails)
+    with pytest.raises(hkv.UsageError, match="progress must be callable"):
+        hkv.simulate(limit=10, progress=3)
+
+
+def test_compare_leaves_out_what_the_model_cannot_run():
+    c = hkv.compare(model="llama-3.1-8b", tp=1, budget_gib=20,
+                    context=32768, limit=10)
+    assert any("coupled layout" in why for why in c["skipped"])
+    assert c["configurations"]

@@ -72,6 +72,9 @@ void AddSimOptions(CLI::App& sub, SimCommandOptions& options) {
   }
   CLI::Option* json = sub.add_flag("--json", options.json, "Print JSON");
   sub.add_flag("--csv", options.csv, "Print CSV")->excludes(json);
+  sub.add_flag("--quiet", options.quiet,
+               "No progress on stderr (a bar with the time left on a "
+               "terminal, a line every 10 s elsewhere)");
   options.data_dir = DataDir();
   // The options given (by name), which a preset does not override.
   sub.parse_complete_callback([&sub, &options] {

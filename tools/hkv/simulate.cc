@@ -19,24 +19,12 @@
 #include "hkv/event_publisher.h"
 #include "hkv/sim_options.h"
 #include "hkv/sim_report.h"
+#include "progress.h"
 #include "sim_print.h"
 #include "sim_setup.h"
 
 namespace hkv::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Progress on stderr once the command has run for a second.
-SimProgress StderrProgress() {
-  const Clock::time_point start = Clock::now();
-  return [start](const std::string& label, std::size_t done,
-                 std::size_t total) {
-    if (std::chrono::duration<double>(Clock::now() - start).count() >= 1.0) {
-      fmt::print(stderr, "{}: {}/{} requests\n", label, done, total);
-    }
-  };
-}
 
 // Prints the runs as the options ask, or the error on stderr (and returns
 // its status).
@@ -205,7 +193,8 @@ void RegisterSimulate(CLI::App& app) {
 }
 
 int RunSimulate(const SimCommandOptions& options) {
-  return Print("simulate", options, RunSimulation(options, StderrProgress()));
+  return Print("simulate", options,
+               RunSimulation(options, StderrProgress(options.quiet)));
 }
 
 void RegisterCompare(CLI::App& app) {
@@ -274,8 +263,9 @@ int RunSweep(const CompareCommandOptions& options,
              const GeometryComparisonOptions& ab) {
   Result<std::vector<double>> budgets = ParseBudgetSweep(options.sweep);
   Result<std::vector<BudgetSweepPoint>> points =
-      !budgets ? tl::unexpected(budgets.error())
-               : RunBudgetSweep(ab, *budgets, StderrProgress());
+      !budgets
+          ? tl::unexpected(budgets.error())
+          : RunBudgetSweep(ab, *budgets, StderrProgress(options.sim.quiet));
   if (!points) return Failure("compare", points.error());
   if (options.sim.json) {
     fmt::print("{}\n", BudgetSweepJson(*points));
@@ -290,14 +280,15 @@ int RunSweep(const CompareCommandOptions& options,
 int RunCompare(const CompareCommandOptions& options) {
   if (!options.configs.empty() || !options.vary.empty()) {
     return Print("compare", options.sim,
-                 RunComparison(options, StderrProgress()));
+                 RunComparison(options, StderrProgress(options.sim.quiet)));
   }
   Result<GeometryComparisonOptions> ab = GeometryComparisonFrom(options);
   if (ab && !options.sweep.empty()) return RunSweep(options, *ab);
-  Result<Comparison> c = !ab ? Result<Comparison>(tl::unexpected(ab.error()))
-                         : options.search
-                             ? RunGeometrySearch(*ab, StderrProgress())
-                             : RunGeometryComparison(*ab, StderrProgress());
+  Result<Comparison> c =
+      !ab ? Result<Comparison>(tl::unexpected(ab.error()))
+      : options.search
+          ? RunGeometrySearch(*ab, StderrProgress(options.sim.quiet))
+          : RunGeometryComparison(*ab, StderrProgress(options.sim.quiet));
   if (!c) return Failure("compare", c.error());
   if (options.sim.json) {
     fmt::print("{}\n", ComparisonJson(*c));
