@@ -36,7 +36,7 @@ TEST(SimOptionsTest, FlagsAreTheNamesWithDashesButThreeExceptions) {
     }
     EXPECT_FALSE(option.help.empty()) << option.name;
   }
-  EXPECT_EQ(names.size(), 35u);
+  EXPECT_EQ(names.size(), 36u);
 }
 
 TEST(SimOptionsTest, FindsByNameNotByFlag) {

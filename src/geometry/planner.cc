@@ -124,7 +124,8 @@ Result<void> FillShared(const ModelSpec& model, const PlanOptions& options,
         Cat("one request of ", options.context_tokens, " tokens needs ",
             per_request, " blocks x ", stride, " B = ", plan.cost_bytes,
             " B, more than the budget of ", options.budget_bytes,
-            " B less the null block (", options.budget_bytes - stride, " B)"));
+            " B less the null block (", options.budget_bytes - stride,
+            " B): plan for shorter requests (--context) or a larger budget"));
   }
   std::uint64_t wasted = 0;  // per request, bytes
   for (const GroupPlan& g : plan.groups) {
