@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -33,6 +34,10 @@ namespace hkv {
 struct Segment {
   std::uint64_t id = 0;
   std::uint32_t length = 0;  // tokens
+  // Set (a token-id trace): these are the segment's tokens (length of
+  // them), not the id's; id is then a digest of them. Shared between the
+  // requests that open with the same prefix.
+  std::shared_ptr<const std::vector<TokenId>> tokens = nullptr;
 
   friend bool operator==(const Segment&, const Segment&) = default;
 };

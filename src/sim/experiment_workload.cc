@@ -12,6 +12,7 @@
 #include "hkv/limits.h"
 #include "hkv/mooncake_trace.h"
 #include "hkv/scenarios.h"
+#include "hkv/token_trace.h"
 #include "sim/experiment_util.h"
 #include "sim/numbers.h"
 
@@ -164,11 +165,13 @@ Result<std::vector<SimRequest>> Uncut(const std::string& spec,
   const std::string kind = spec.substr(0, colon);
   const std::string args =
       colon == std::string::npos ? "" : spec.substr(colon + 1);
-  if ((kind == "mooncake" || kind == "azure") && args.empty()) {
+  if ((kind == "mooncake" || kind == "azure" || kind == "tokens") &&
+      args.empty()) {
     return Fail(ErrorCode::kInvalidArgument,
                 kind + " needs a file: " + kind + ":FILE");
   }
   if (kind == "mooncake") return Mooncake(args, limit);
+  if (kind == "tokens") return ReadTokenTrace(args, limit);
   if (IsScenarioName(kind)) {  // the named scenarios of hkv/scenarios.h
     Result<Scenario> scenario = ParseScenario(spec);
     if (!scenario) return tl::unexpected(scenario.error());
@@ -188,7 +191,7 @@ Result<std::vector<SimRequest>> Uncut(const std::string& spec,
   }
   return Fail(ErrorCode::kInvalidArgument,
               "unknown workload \"" + kind +
-                  "\" (mooncake, azure, fanout, agent, needle, repeat, "
+                  "\" (mooncake, azure, tokens, fanout, agent, needle, repeat, "
                   "cold-prefill, resend, shared-prefix, decode-cell)");
 }
 

@@ -61,6 +61,10 @@ std::vector<TokenId> PromptTokens(const SimRequest& request) {
   std::vector<TokenId> tokens;
   tokens.reserve(PromptLength(request));
   for (const Segment& s : request.prompt) {
+    if (s.tokens) {
+      tokens.insert(tokens.end(), s.tokens->begin(), s.tokens->end());
+      continue;
+    }
     const std::uint64_t mixed = internal::SplitMix64(s.id);
     for (std::uint32_t p = 0; p < s.length; ++p) {
       tokens.push_back(internal::SegmentToken(mixed, p));
