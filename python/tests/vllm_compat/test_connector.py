@@ -52,6 +52,16 @@ def _engine(kinds, tiers, manager="engine", blocks=None, **extra):
     return scheduler, worker, model
 
 
+def _resend(scheduler, worker, model, prompts):
+    """Serves `prompts`, drops the GPU's prefix cache, serves them again;
+    returns the second pass's starting tokens by prompt."""
+    rig.serve(scheduler, worker, model, prompts, "a")
+    rig.settle(scheduler, worker, model)
+    assert scheduler.reset_prefix_cache()
+    second = rig.serve(scheduler, worker, model, prompts, "b")
+    return [second[f"b{i}"] for i in range(len(prompts))]
+
+
 def _loaded(worker):
     return sum(t["groups_loaded"] for t in worker.tier_counters())
 
@@ -143,26 +153,18 @@ def test_groups_of_different_blocks_reload_at_their_common_block(
     scheduler, worker, model = _engine(kinds, "host:64MiB", manager,
                                        blocks=blocks)
     prompts = _prompts(8)
-    rig.serve(scheduler, worker, model, prompts, "a")
-    rig.settle(scheduler, worker, model)
-    scheduler.reset_prefix_cache()
-    second = rig.serve(scheduler, worker, model, prompts, "b")
-    assert model.bad_reads == []
-    assert [second[f"b{i}"] for i in range(len(prompts))] == \
+    assert _resend(scheduler, worker, model, prompts) == \
         [(len(p) - 1) // 32 * 32 for p in prompts]
+    assert model.bad_reads == []
 
 
 def test_inline_tier_io_reuses_the_same(tmp_path):
     scheduler, worker, model = _engine(KINDS["hybrid"], "host:64MiB",
                                        tier_io="inline")
     prompts = _prompts(7)
-    rig.serve(scheduler, worker, model, prompts, "a")
-    rig.settle(scheduler, worker, model)
-    scheduler.reset_prefix_cache()
-    second = rig.serve(scheduler, worker, model, prompts, "b")
-    assert model.bad_reads == []
-    assert [second[f"b{i}"] for i in range(len(prompts))] == \
+    assert _resend(scheduler, worker, model, prompts) == \
         [_whole_blocks(p) for p in prompts]
+    assert model.bad_reads == []
 
 
 def test_the_stand_in_model_catches_a_misplaced_load(monkeypatch):
