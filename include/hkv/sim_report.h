@@ -18,6 +18,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hkv/comparison.h"
@@ -27,6 +28,20 @@
 #include "hkv/simulator.h"
 
 namespace hkv {
+
+// What "prompt hit ratio" means in every command's output (replay,
+// simulate, compare): one definition.
+inline constexpr std::string_view kPromptHitRatioMeaning =
+    "prompt hit ratio = prompt tokens served from the cache (GPU or a "
+    "tier) / prompt tokens, over every request, first sends included";
+
+// How a simulator run's hit ratio was reached, for the line under its
+// report: "closed loop, 16 requests in the system" or "open loop at the
+// workload's arrival times", the cluster's size, and that concurrent
+// requests share only blocks already computed and the pool evicts, which
+// hkv replay (one request at a time, pool unbounded unless
+// --capacity-tokens) does not.
+std::string HitRatioRegime(const ExperimentOptions& options);
 
 struct SimReport {
   std::string label = {};

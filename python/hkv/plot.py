@@ -298,7 +298,7 @@ def plot(data, out, formats=("png", "svg")):
     paths += plot_engine_capacity(data.get("reports", []), out, formats)
     paths += plot_routers(data.get("reports", []), out, formats)
     runs = data["runs"]
-    paths += plot_timeline(runs, "hit_ratio", "token hit ratio (%)", out,
+    paths += plot_timeline(runs, "hit_ratio", "prompt hit ratio (%)", out,
                            formats)
     paths += plot_timeline(runs, "kv_usage", "KV blocks in use (%)", out,
                            formats)

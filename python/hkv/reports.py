@@ -164,7 +164,7 @@ def miss_cause_tokens(miss_causes):
 
 
 def _hit_ratio_at(requests, times):
-    """Cumulative token hit ratio of the requests whose first token came by
+    """Cumulative prompt hit ratio of the requests whose first token came by
     each time."""
     done = sorted((r["first_token_s"], r["reused_tokens"], r["prompt_tokens"])
                   for r in requests)

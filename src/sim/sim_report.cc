@@ -381,4 +381,19 @@ std::string SimReportsJson(std::span<const SimReport> reports) {
   return out.dump(2);
 }
 
+std::string HitRatioRegime(const ExperimentOptions& o) {
+  std::string out = o.open_loop
+                        ? "open loop at the workload's arrival times"
+                        : "closed loop, " + std::to_string(o.concurrency) +
+                              " requests in the system";
+  if (o.instances > 1) {
+    out += ", " + std::to_string(o.instances) + " instances behind the " +
+           o.router + " router";
+  }
+  return out +
+         "; requests running together share only blocks already computed, "
+         "and the pool evicts (hkv replay: one request at a time, pool "
+         "unbounded unless --capacity-tokens)";
+}
+
 }  // namespace hkv

@@ -8,13 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "text_wrap.h"
+
 namespace hkv::cli {
 namespace {
 
 constexpr std::size_t kLabelWidth = 30;
 constexpr std::size_t kCellWidth = 17;
 constexpr std::size_t kColumnsPerBlock = 4;  // 30 + 4 x 17 = 98 columns
-constexpr std::size_t kLineWidth = 100;
 
 using Cell = std::function<std::string(const ConfigurationOutcome&)>;
 struct Row {
@@ -184,27 +185,6 @@ void PrintBlock(const Comparison& c, std::size_t first, std::size_t end) {
     }
     fmt::print("\n");
   }
-}
-
-// `text` wrapped at kLineWidth, each line after the first indented.
-void PrintWrapped(const std::string& text, const std::string& indent) {
-  std::size_t start = std::min(text.find_first_not_of(' '), text.size());
-  std::string line = text.substr(0, start);
-  bool fresh = true;  // no word on the line yet
-  while (start < text.size()) {
-    std::size_t end = text.find(' ', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(start, end - start);
-    if (!fresh && line.size() + 1 + word.size() > kLineWidth) {
-      fmt::print("{}\n", line);
-      line = indent;
-      fresh = true;
-    }
-    line += (fresh ? "" : " ") + word;
-    fresh = false;
-    start = end + 1;
-  }
-  if (!fresh) fmt::print("{}\n", line);
 }
 
 std::string Ranking(const Comparison& c, const Recommendation& r) {

@@ -20,7 +20,9 @@
 #include "hkv/limits.h"
 #include "hkv/mooncake_trace.h"
 #include "hkv/sim_options.h"
+#include "hkv/sim_report.h"
 #include "numbers.h"
+#include "text_wrap.h"
 
 namespace hkv::cli {
 namespace {
@@ -54,7 +56,7 @@ void PrintText(const ReplayResult& r, double wall_s) {
   fmt::print("requests           {}\n", r.requests);
   fmt::print("prompt tokens      {}\n", r.prompt_tokens);
   fmt::print("hit tokens         {}\n", r.hit_tokens);
-  fmt::print("token hit ratio    {:.2f}%\n", HitPercent(r));
+  fmt::print("prompt hit ratio   {:.2f}%\n", HitPercent(r));
   fmt::print("evicted blocks     {}\n", r.evicted_blocks);
   fmt::print("rejected requests  {}\n", r.rejected_requests);
   fmt::print("lookup median      {} ns\n", r.lookup_ns_median);
@@ -242,6 +244,15 @@ int RunReplay(const ReplayCommandOptions& options) {
     PrintJson(*result, wall_s);
   } else {
     PrintText(*result, wall_s);
+    PrintWrapped(
+        std::string(kPromptHitRatioMeaning) +
+            "; one request at a time in trace order, " +
+            (options.capacity_tokens
+                 ? "a pool of " + std::to_string(*options.capacity_tokens) +
+                       " tokens"
+                 : std::string("pool unbounded")) +
+            ", no timing",
+        "  ");
   }
   return 0;
 }

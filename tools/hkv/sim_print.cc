@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "text_wrap.h"
+
 namespace hkv::cli {
 namespace {
 
@@ -82,6 +84,12 @@ void PrintText(std::span<const SimReport> reports) {
       "* modelled by cost model {} (not measured); manager call times are "
       "measured on this machine\n",
       reports[0].cost_model);
+}
+
+void PrintHitRatioMeaning(const ExperimentOptions& options) {
+  PrintWrapped(
+      std::string(kPromptHitRatioMeaning) + "; " + HitRatioRegime(options),
+      "  ");
 }
 
 void PrintCsv(std::span<const SimReport> reports) {

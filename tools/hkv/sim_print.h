@@ -12,6 +12,9 @@ namespace hkv::cli {
 // A table of every report's rows, one column per report.
 void PrintText(std::span<const SimReport> reports);
 
+// What the hit ratio counts, and how this run reached it (one line).
+void PrintHitRatioMeaning(const ExperimentOptions& options);
+
 // A header of the rows' keys, then one row per report.
 void PrintCsv(std::span<const SimReport> reports);
 

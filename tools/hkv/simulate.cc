@@ -42,6 +42,7 @@ int Print(const char* command, const SimCommandOptions& o,
     PrintCsv(reports);
   } else {
     PrintText(reports);
+    PrintHitRatioMeaning(o);
   }
   return 0;
 }
@@ -298,6 +299,7 @@ int RunCompare(const CompareCommandOptions& options) {
     PrintSearch(*c);
   } else {
     PrintComparison(*c);
+    PrintHitRatioMeaning(options.sim);
   }
   return 0;
 }
