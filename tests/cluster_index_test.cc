@@ -229,6 +229,41 @@ TEST_F(ClusterIndexTest, Low64HashesMatchTheSameKeys) {
             (InstanceMatch{.hybrid_tokens = 48, .attention_tokens = 64}));
 }
 
+TEST_F(ClusterIndexTest, EachStreamSaysItsOwnHashEncoding) {
+  // The default: one engine sends the digest's bytes, another integers (the
+  // reference engine's default); a query matches both.
+  index_ = *ClusterIndex::Create(
+      {.instance_config = Hybrid(), .capacity_keys = 1000}, 2);
+  ASSERT_EQ(index_->ApplyBatch(0, 0, Batch(Holding(4, 3)), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  const std::string low64 = EncodeEventBatch(
+      Holding(4, 3), 1.0, 0, KeyFunction::kSha256Cbor, HashEncoding::kLow64);
+  ASSERT_EQ(index_->ApplyBatch(1, 0, low64, BatchSource::kLive),
+            BatchOutcome::kApplied);
+  const InstanceMatch expected{.hybrid_tokens = 48, .attention_tokens = 64};
+  EXPECT_EQ(Match(0), expected);
+  EXPECT_EQ(Match(1), expected);
+  // A bytes stream that turns to integers is refused and forgotten; its
+  // next batch with a hash decides again.
+  Error error;
+  EXPECT_EQ(index_->ApplyBatch(0, 1,
+                               EncodeEventBatch(Holding(2, 2), 2.0, 0,
+                                                KeyFunction::kSha256Cbor,
+                                                HashEncoding::kLow64),
+                               BatchSource::kLive, &error),
+            BatchOutcome::kRejected);
+  EXPECT_NE(error.message.find("a block hash is not 32 bytes"),
+            std::string::npos);
+  EXPECT_EQ(Match(0), InstanceMatch{});
+  ASSERT_EQ(index_->ApplyBatch(0, 2,
+                               EncodeEventBatch(Holding(2, 2), 3.0, 0,
+                                                KeyFunction::kSha256Cbor,
+                                                HashEncoding::kLow64),
+                               BatchSource::kLive),
+            BatchOutcome::kApplied);
+  EXPECT_EQ(Match(0).hybrid_tokens, 32u);
+}
+
 TEST(ClusterIndexCreateTest, BadOptionsAreNamed) {
   const auto error = [](const ClusterIndexOptions& options,
                         std::uint32_t instances) {

@@ -45,7 +45,12 @@ struct ClusterIndexOptions {
   // 1 to 2^24 - 1. Past it the least recently stored key is forgotten.
   std::uint32_t capacity_keys = 1'000'000;
   // How the engines put hashes on the wire (EventPublisherOptions::hashes).
-  HashEncoding hashes = HashEncoding::kBytes;
+  // Unset (default): each instance's stream says, by its first batch that
+  // carries a block hash (the digest's bytes, or an integer: the low 64
+  // bits, the reference engine's default); a later batch of the other
+  // encoding is rejected like any malformed batch, which forgets the
+  // instance, and the stream's next batch with a hash decides again.
+  std::optional<HashEncoding> hashes = std::nullopt;
 };
 
 // One instance's answer to a query, in tokens.

@@ -20,6 +20,8 @@ using internal::ResidencyMirror;
 
 struct Instance {
   std::unique_ptr<ResidencyMirror> mirror;
+  // How its stream encodes hashes; unset until a batch says (auto).
+  std::optional<HashEncoding> hashes;
   std::optional<std::uint64_t> expected;  // next sequence number
   InstanceCounters counters;
 };
@@ -35,8 +37,9 @@ struct ClusterIndex::Impl {
   // bytes (where DecodeEventBatch puts them, the rest zero); they are
   // copied to the first 8 too, where the mirror's hash table reads a key's
   // hash. Idempotent, so wire and in-process events agree.
-  BlockHash OnWire(const BlockHash& hash) const {
-    if (options.hashes == HashEncoding::kBytes) return hash;
+  BlockHash OnWire(const BlockHash& hash,
+                   std::optional<HashEncoding> hashes) const {
+    if (hashes != HashEncoding::kLow64) return hash;
     const auto end = static_cast<std::ptrdiff_t>(DigestSize(scheme.function));
     BlockHash low{};
     std::copy(hash.bytes.begin() + end - 8, hash.bytes.begin() + end,
@@ -46,8 +49,11 @@ struct ClusterIndex::Impl {
     return low;
   }
 
+  // Forgets what the instance holds (and, when streams say their own
+  // encoding, which one its stream uses: a restarted engine may change it).
   void Clear(Instance& instance) {
     instance.mirror->Clear();
+    instance.hashes = options.hashes;
     ++instance.counters.clears;
   }
 
@@ -71,13 +77,13 @@ struct ClusterIndex::Impl {
       if (const auto* stored = std::get_if<BlockStored>(&event)) {
         for (const BlockHash& hash : stored->block_hashes) {
           instance.mirror->Store(
-              {.hash = OnWire(hash), .group = stored->group});
+              {.hash = OnWire(hash, instance.hashes), .group = stored->group});
         }
         counters.stored_keys += stored->block_hashes.size();
       } else if (const auto* removed = std::get_if<BlockRemoved>(&event)) {
         for (const BlockHash& hash : removed->block_hashes) {
           const bool held = instance.mirror->Remove(
-              {.hash = OnWire(hash), .group = removed->group});
+              {.hash = OnWire(hash, instance.hashes), .group = removed->group});
           ++(held ? counters.removed_keys : counters.unknown_removals);
         }
       } else {
@@ -88,13 +94,39 @@ struct ClusterIndex::Impl {
     return {};
   }
 
+  // Decodes `batch` in the instance's hash encoding; while that is not
+  // known, in whichever of the two reads it, and the first batch that
+  // carries a hash fixes the encoding.
+  Result<DecodedBatch> DecodeFor(Instance& instance, std::string_view batch) {
+    if (instance.hashes) {
+      return DecodeEventBatch(batch, scheme.function, *instance.hashes);
+    }
+    Result<DecodedBatch> bytes =
+        DecodeEventBatch(batch, scheme.function, HashEncoding::kBytes);
+    Result<DecodedBatch> decoded =
+        bytes ? std::move(bytes)
+              : DecodeEventBatch(batch, scheme.function, HashEncoding::kLow64);
+    if (!decoded) return bytes;  // the bytes reading's error
+    const bool carries = std::any_of(
+        decoded->events.begin(), decoded->events.end(), [](const KvEvent& e) {
+          if (const auto* s = std::get_if<BlockStored>(&e))
+            return !s->block_hashes.empty();
+          if (const auto* r = std::get_if<BlockRemoved>(&e))
+            return !r->block_hashes.empty();
+          return false;
+        });
+    if (carries) {
+      instance.hashes = bytes ? HashEncoding::kBytes : HashEncoding::kLow64;
+    }
+    return decoded;
+  }
+
   // Decodes and applies one batch numbered `sequence`, which is expected.
   BatchOutcome Decode(Instance& instance, std::uint64_t sequence,
                       std::string_view batch, BatchOutcome success,
                       Error* error) {
     instance.expected = sequence + 1;
-    Result<DecodedBatch> decoded =
-        DecodeEventBatch(batch, scheme.function, options.hashes);
+    Result<DecodedBatch> decoded = DecodeFor(instance, batch);
     Result<void> applied =
         decoded ? Apply(instance, decoded->events) : Result<void>();
     if (!decoded || !applied) {
@@ -145,6 +177,7 @@ Result<std::unique_ptr<ClusterIndex>> ClusterIndex::Create(
   for (Instance& instance : impl->instances) {
     instance.mirror = std::make_unique<ResidencyMirror>(options.instance_config,
                                                         options.capacity_keys);
+    instance.hashes = options.hashes;
   }
   return std::unique_ptr<ClusterIndex>(new ClusterIndex(std::move(impl)));
 }
@@ -233,16 +266,19 @@ Result<std::vector<InstanceMatch>> ClusterIndex::MatchKeys(
   const std::uint32_t n =
       std::min(num_tokens, impl_->options.instance_config.max_model_len);
   const std::uint32_t max_tokens = n > 0 ? n - 1 : 0;
-  std::vector<BlockHash> wire;
-  if (impl_->options.hashes != HashEncoding::kBytes) {
-    wire.reserve(keys.size());
-    for (const BlockHash& key : keys) wire.push_back(impl_->OnWire(key));
-    keys = wire;
+  // The keys as low-64 streams hold them, made once if some stream is one.
+  std::vector<BlockHash> low64;
+  for (const Instance& instance : impl_->instances) {
+    if (instance.hashes != HashEncoding::kLow64 || !low64.empty()) continue;
+    low64.reserve(keys.size());
+    for (const BlockHash& key : keys)
+      low64.push_back(impl_->OnWire(key, HashEncoding::kLow64));
   }
   std::vector<InstanceMatch> matches;
   matches.reserve(impl_->instances.size());
   for (const Instance& instance : impl_->instances) {
-    const CacheHit hit = instance.mirror->FindLongestHit(keys, max_tokens);
+    const CacheHit hit = instance.mirror->FindLongestHit(
+        instance.hashes == HashEncoding::kLow64 ? low64 : keys, max_tokens);
     matches.push_back({.hybrid_tokens = hit.num_tokens,
                        .attention_tokens = hit.chain_tokens});
   }

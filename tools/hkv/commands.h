@@ -78,8 +78,9 @@ int RunSimulate(const SimCommandOptions& options);
 // `hkv index ...`: a cluster's prefix index, fed by its engines' KV events
 // and answering over HTTP and ZeroMQ (docs/cluster.md).
 struct IndexCommandOptions {
-  SimCommandOptions layout;      // the cache flags of `hkv simulate`
-  std::string hashes = "bytes";  // bytes | low64, as the engines send them
+  SimCommandOptions layout;  // the cache flags of `hkv simulate`
+  std::string hashes =
+      "auto";  // auto | bytes | low64, as the engines send them
   std::optional<std::string> key_seed = std::nullopt;  // unset: the default
   std::uint32_t capacity = 1'000'000;                  // keys kept per instance
   std::vector<std::string> instances;  // ENDPOINT[,REPLAY_ENDPOINT] each

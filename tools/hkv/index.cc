@@ -104,9 +104,11 @@ void AddServiceOptions(CLI::App& sub, IndexCommandOptions& o) {
                  "xxh3_128_cbor, which has no fixed default)")
       ->group("Cache layout (as hkv simulate)");
   sub.add_option("--hashes", o.hashes,
-                 "How the engines send block hashes: the digest's bytes, or "
-                 "the low 64 bits of its big-endian value")
-      ->check(CLI::IsMember({"bytes", "low64"}))
+                 "How the engines send block hashes: auto (each stream says, "
+                 "by its first batch with a hash), the digest's bytes, or "
+                 "the low 64 bits of its big-endian value as integers (the "
+                 "reference engine's default)")
+      ->check(CLI::IsMember({"auto", "bytes", "low64"}))
       ->capture_default_str();
   sub.add_option("--capacity", o.capacity,
                  "Keys kept per instance, all groups together (about 100 "
@@ -243,8 +245,9 @@ int RunIndex(const IndexCommandOptions& options) {
   Result<std::unique_ptr<ClusterIndex>> index = ClusterIndex::Create(
       {.instance_config = layout->cache,
        .capacity_keys = options.capacity,
-       .hashes = options.hashes == "low64" ? HashEncoding::kLow64
-                                           : HashEncoding::kBytes},
+       .hashes = options.hashes == "auto"    ? std::optional<HashEncoding>()
+                 : options.hashes == "low64" ? HashEncoding::kLow64
+                                             : HashEncoding::kBytes},
       static_cast<std::uint32_t>(
           std::min<std::size_t>(instances->size(), UINT32_MAX)));
   if (!index) return Failure("index", index.error());
