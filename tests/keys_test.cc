@@ -161,5 +161,20 @@ TEST(KeysTest, RejectsZeroHashUnitAndUnknownFunction) {
   EXPECT_EQ(*ParseKeyFunction("xxh3_128_cbor"), KeyFunction::kXxh3_128Cbor);
 }
 
+TEST(KeysTest, TakesTheReferenceEnginesNamesAndSaysWhatToRun) {
+  // The engine's xxhash_cbor is XXH3-128 over the same CBOR: hkv's
+  // xxh3_128_cbor (its keys were checked against the engine's own
+  // hash_block_tokens, python/tests/vllm_compat).
+  EXPECT_EQ(*ParseKeyFunction("xxhash_cbor"), KeyFunction::kXxh3_128Cbor);
+  EXPECT_EQ(*ParseKeyFunction("sha256_cbor"), KeyFunction::kSha256Cbor);
+  for (const char* pickled : {"sha256", "xxhash"}) {
+    const Result<KeyFunction> refused = ParseKeyFunction(pickled);
+    ASSERT_FALSE(refused.has_value());
+    EXPECT_NE(
+        refused.error().message.find("--prefix-caching-hash-algo sha256_cbor"),
+        std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace hkv

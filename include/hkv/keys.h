@@ -43,7 +43,9 @@ enum class KeyFunction {
 // Digest length in bytes: 32 for SHA-256, 16 for XXH3-128.
 std::size_t DigestSize(KeyFunction function);
 
-// Parses "sha256_cbor" / "xxh3_128_cbor".
+// Parses "sha256_cbor" / "xxh3_128_cbor" (also by the reference engine's
+// name, "xxhash_cbor"). The engine's "sha256" and "xxhash" (digests of a
+// pickle) are refused with how to run the engine instead.
 Result<KeyFunction> ParseKeyFunction(std::string_view name);
 std::string_view KeyFunctionName(KeyFunction function);
 

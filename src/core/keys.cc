@@ -97,10 +97,22 @@ std::size_t DigestSize(KeyFunction function) {
 
 Result<KeyFunction> ParseKeyFunction(std::string_view name) {
   if (name == "sha256_cbor") return KeyFunction::kSha256Cbor;
-  if (name == "xxh3_128_cbor") return KeyFunction::kXxh3_128Cbor;
+  // The reference engine's name for the same digest over the same bytes.
+  if (name == "xxh3_128_cbor" || name == "xxhash_cbor") {
+    return KeyFunction::kXxh3_128Cbor;
+  }
+  if (name == "sha256" || name == "xxhash") {
+    return Fail(ErrorCode::kInvalidArgument,
+                "key function '" + std::string(name) +
+                    "' is the reference engine's digest of a Python pickle, "
+                    "which hkv does not reproduce: run the engines with "
+                    "--prefix-caching-hash-algo sha256_cbor (or xxhash_cbor) "
+                    "and give hkv the same");
+  }
   return Fail(ErrorCode::kInvalidArgument,
               "unknown key function '" + std::string(name) +
-                  "' (expected sha256_cbor or xxh3_128_cbor)");
+                  "' (expected sha256_cbor, xxh3_128_cbor or its engine name "
+                  "xxhash_cbor)");
 }
 
 std::string_view KeyFunctionName(KeyFunction function) {

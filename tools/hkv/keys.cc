@@ -15,6 +15,7 @@
 #include "exit_status.h"
 #include "hkv/limits.h"
 #include "hkv/request.h"
+#include "numbers.h"
 #include "token_list.h"
 
 namespace hkv::cli {
@@ -143,7 +144,7 @@ void RegisterKeys(CLI::App& app) {
                   "JSON file holding an array of token ids, or - for stdin")
       ->required();
   sub->add_option("--key-function", options->key_function, "Prefix key digest")
-      ->check(CLI::IsMember({"sha256_cbor", "xxh3_128_cbor"}))
+      ->check(KeyFunctionIn())
       ->capture_default_str();
   sub->add_option("--hash-unit", options->hash_unit, "Tokens per key")
       ->check(CLI::Range(std::uint32_t{1}, kMaxTokensPerRequest))

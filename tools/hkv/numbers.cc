@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "hkv/keys.h"
+
 namespace hkv::cli {
 
 CLI::Validator WholeIn(std::uint64_t min, std::uint64_t max) {
@@ -13,6 +15,17 @@ CLI::Validator WholeIn(std::uint64_t min, std::uint64_t max) {
         return std::string();
       },
       RangeText(min, max));
+}
+
+CLI::Validator KeyFunctionIn() {
+  return CLI::Validator(
+      [](std::string& text) {
+        Result<KeyFunction> function = ParseKeyFunction(text);
+        if (!function) return function.error().message;
+        text = std::string(KeyFunctionName(*function));
+        return std::string();
+      },
+      "{sha256_cbor,xxh3_128_cbor}");
 }
 
 CLI::Validator RealIn(const RealRange& range) {

@@ -30,5 +30,8 @@ using internal::ReadSmallFile;
 // conversion.
 CLI::Validator WholeIn(std::uint64_t min, std::uint64_t max);
 CLI::Validator RealIn(const RealRange& range);
+// A key function by hkv's or the reference engine's name (ParseKeyFunction:
+// its refusal says why), rewritten as hkv's name.
+CLI::Validator KeyFunctionIn();
 
 }  // namespace hkv::cli

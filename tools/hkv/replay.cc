@@ -162,7 +162,7 @@ void AddRunOptions(CLI::App& sub, ReplayCommandOptions& o) {
       ->capture_default_str()
       ->check(WholeIn(0, kU32));
   sub.add_option("--key-function", o.key_function, "Prefix key digest")
-      ->check(CLI::IsMember({"sha256_cbor", "xxh3_128_cbor"}))
+      ->check(KeyFunctionIn())
       ->capture_default_str();
   sub.add_option("--capacity-tokens", o.capacity_tokens,
                  "Pool size in tokens, evicting least recently freed blocks "
