@@ -152,7 +152,7 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         self._salt_domain = str(extra.get("salt_domain", ""))
         _, groups = hkv_config.groups_from_config(kv_cache_config)
         self._rules = tier_plan.rules_from_groups(groups)
-        self._specs = hkv_config.group_specs(kv_cache_config)
+        specs = hkv_config.group_specs(kv_cache_config)
         cache = vllm_config.cache_config
         # The unit of request.block_hashes, as the engine resolves it (the
         # GCD of hybrid groups' blocks, the block x DCP x PCP of one group).
@@ -161,7 +161,7 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         self._hash_unit = int(extra.get("hash_block_size", unit))
         self._usable = all(
             getattr(s, "mamba_cache_mode", "all") != "align"
-            for s in self._specs) and bool(cache.enable_prefix_caching)
+            for s in specs) and bool(cache.enable_prefix_caching)
         self._groups = groups
         self._hash_algo = str(getattr(cache, "prefix_caching_hash_algo",
                                       "sha256"))
@@ -221,14 +221,14 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         return tier_plan.reach(self._rules, hit_tokens, max_tokens, has_part)
 
     def _keys_for(self, request, hit_tokens, end_tokens):
-        keys = []
-        for blocks in tier_plan.load_blocks(self._rules, hit_tokens,
-                                            end_tokens):
-            for _, boundary in blocks:
-                key = self._key_at(request, boundary)
-                if key not in keys:
-                    keys.append(key)
-        return keys
+        """The keys of the boundaries a load from hit to end reads, each
+        once, in order."""
+        boundaries = dict.fromkeys(
+            boundary
+            for blocks in tier_plan.load_blocks(self._rules, hit_tokens,
+                                                end_tokens)
+            for _, boundary in blocks)
+        return [self._key_at(request, b) for b in boundaries]
 
     def on_new_request(self, request):
         self._requests[request.request_id] = request
@@ -383,11 +383,12 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
                       getattr(parallel, "tensor_parallel_size", 1) or 1,
                       getattr(parallel, "decode_context_parallel_size", 1) or 1)
         extra = self._kv_transfer_config.kv_connector_extra_config or {}
-        self._threaded = extra.get("tier_io", "thread") == "thread"
-        if extra.get("tier_io", "thread") not in ("thread", "inline"):
+        tier_io = extra.get("tier_io", "thread")
+        if tier_io not in ("thread", "inline"):
             raise _hkv.UsageError(
                 "kv_connector_extra_config.tier_io must be 'thread' or "
-                f"'inline', got {extra.get('tier_io')!r}")
+                f"'inline', got {tier_io!r}")
+        self._threaded = tier_io == "thread"
         self._tier_io = None   # TierWorker, from register_kv_caches
         self._layers = None    # per group: [(tensor, block dim)]
         self._report = HkvWorkerMetadata()
