@@ -29,6 +29,10 @@ How a request goes (docs/tiers.md, "In the reference engine"):
 - **Load.** ``update_state_after_alloc`` maps each staged part to the block
   the engine allocated for it; the worker copies them in ``start_load_kv``
   before the forward.
+- **Tails.** A request that finishes inside a block stores its partial
+  blocks (pages and the recurrent state after exactly its tokens) as one
+  tail object, its blocks held (delay free) until the worker has read them;
+  a next turn that extends it resumes at its final token.
 
 Keys are the engine's own block hashes (``request.block_hashes``): set
 ``PYTHONHASHSEED`` to one value on every engine, or the engine roots them
@@ -40,13 +44,15 @@ each group's spec and page bytes, hash unit and key function, cache dtype,
 TP and DCP rank, and ``kv_connector_extra_config["salt_domain"]``; two
 engines that differ in any of them never read each other's objects.
 
-Not done: partial pages (a resend reuses whole blocks, as the engine's own
-prefix cache does); Mamba "align" mode (the engine at 28be48fa asserts that
+Not done: Mamba "align" mode (the engine at 28be48fa asserts that
 no external tokens reach its aligned split); blocks filled by accepted
 draft tokens are not stored.
 """
 
+import array
+import collections
 import dataclasses
+import hashlib
 import logging
 import os
 import time
@@ -70,6 +76,11 @@ STAGING_TIMEOUT_S = 10.0
 # while it waited).
 MAX_STAGING_ROUNDS = 2
 NULL_BLOCK = 0
+# Tail objects the scheduler remembers (the oldest forgotten beyond it).
+MAX_TAILS = 1 << 16
+# Finish states after which a request's cache holds exactly its tokens but
+# the last (an abort may come with a step in flight).
+_TAIL_STATUSES = ("FINISHED_STOPPED", "FINISHED_LENGTH_CAPPED")
 # What kv_connector_extra_config may hold (docs/tiers.md has each).
 EXTRA_CONFIG_KEYS = ("tiers", "salt_domain", "hash_block_size", "tier_io",
                      "staging_timeout_s")
@@ -83,6 +94,26 @@ class SaveOrder:
     parts: list  # [(group, block id)]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Tail:
+    """A tail object: the tokens from a whole hash block `base` to where a
+    request finished, and the key it is stored under."""
+    key: bytes
+    base: int
+    tokens: tuple
+
+    @property
+    def end_tokens(self):
+        return self.base + len(self.tokens)
+
+
+def tail_key(base_key, tokens):
+    """The object key of the tail of `tokens` past the boundary keyed
+    `base_key` (never a block hash's key: another prefix)."""
+    return hashlib.sha256(b"hkv-tail" + base_key
+                          + array.array("q", tokens).tobytes()).digest()
+
+
 @dataclasses.dataclass
 class HkvConnectorMetadata(KVConnectorMetadata):
     """Scheduler -> worker, one step."""
@@ -90,6 +121,10 @@ class HkvConnectorMetadata(KVConnectorMetadata):
     loads: dict = dataclasses.field(default_factory=dict)  # req: [(key, g, b)]
     release: set = dataclasses.field(default_factory=set)  # req ids
     saves: list = dataclasses.field(default_factory=list)  # [SaveOrder]
+    # Tails of finished requests, whose blocks the engine holds until the
+    # worker reports them sent (read before the forward).
+    tail_saves: list = dataclasses.field(default_factory=list)  # [SaveOrder]
+    sends: set = dataclasses.field(default_factory=set)  # req ids
 
 
 @dataclasses.dataclass
@@ -167,6 +202,10 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
                                       "sha256"))
         self._cache_dtype = str(getattr(cache, "cache_dtype", "auto"))
         self._model = str(getattr(vllm_config.model_config, "model", ""))
+        # Drafts verified in a step leave a recurrent state past the tokens
+        # the engine keeps: no tails then.
+        self._speculative = getattr(vllm_config, "speculative_config",
+                                    None) is not None
         if role == KVConnectorRole.SCHEDULER:
             self._scheduler_init()
         else:
@@ -182,7 +221,10 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         self._tables = {}      # req id -> [block ids] per group
         self._saved_upto = {}  # req id -> tokens whose boundaries are stored
         self._staging = {}     # req id -> _Staging
-        self._claims = {}      # req id -> (hit tokens, end tokens)
+        self._claims = {}      # req id -> (hit tokens, end tokens, tail)
+        # Tails by the key of their base boundary, and the base key of each.
+        self._tails = {}       # base key -> {tail key: _Tail}
+        self._tail_base = collections.OrderedDict()  # tail key -> base key
         self._pending = HkvConnectorMetadata()
         # Lookups wait (answer "ask again") until the workers have said what
         # the tiers held at start, at most the staging timeout.
@@ -198,6 +240,8 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         # Tokens claimed and allocated for loads, and loads, since start.
         self.external_tokens = 0
         self.loads = 0
+        # Tail objects ordered stored, since start.
+        self.tail_saves = 0
 
     def _key_at(self, request, end_tokens):
         index = end_tokens // self._hash_unit - 1
@@ -206,11 +250,12 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         return tier_config.object_key(request.block_hashes[index])
 
     def _reach(self, request, hit_tokens, holds):
-        """The deepest end the parts ``holds(key, group)`` says are there
-        reach; hit_tokens when none."""
+        """(end, tail): the deepest end the parts ``holds(key, group)`` says
+        are there reach, and the tail object it ends in (None at a whole
+        block of every group); (hit_tokens, None) when none."""
         if not self._usable or getattr(request, "skip_reading_prefix_cache",
                                        False):
-            return hit_tokens
+            return hit_tokens, None
         max_tokens = min(request.num_tokens - 1,
                          len(request.block_hashes) * self._hash_unit)
 
@@ -218,17 +263,54 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
             key = self._key_at(request, boundary)
             return key is not None and holds(key, group)
 
-        return tier_plan.reach(self._rules, hit_tokens, max_tokens, has_part)
+        end = tier_plan.reach(self._rules, hit_tokens, max_tokens, has_part)
+        if not self._tails:
+            return end, None
+        return self._tail_reach(request, hit_tokens, (end, None), holds,
+                                has_part)
 
-    def _keys_for(self, request, hit_tokens, end_tokens):
-        """The keys of the boundaries a load from hit to end reads, each
-        once, in order."""
-        boundaries = dict.fromkeys(
-            boundary
-            for blocks in tier_plan.load_blocks(self._rules, hit_tokens,
-                                                end_tokens)
-            for _, boundary in blocks)
-        return [self._key_at(request, b) for b in boundaries]
+    def _tail_reach(self, request, hit_tokens, best, holds, has_part):
+        """`best` or a deeper (end, tail) through a tail object: one whose
+        tokens the request's share up to its end (up to any token for
+        attention alone), all of whose load's parts are there."""
+        unit = self._hash_unit
+        last = request.num_tokens - 1
+        tokens = request.all_token_ids
+        top = min(last, len(request.block_hashes) * unit) // unit * unit
+        for base in range(top, unit - 1, -unit):
+            if base + unit - 1 <= best[0]:
+                break  # a tail from here ends short of best
+            entries = self._tails.get(self._key_at(request, base))
+            for tail in (entries or {}).values():
+                shared = 0
+                for mine, theirs in zip(tokens[base:last], tail.tokens):
+                    if mine != theirs:
+                        break
+                    shared += 1
+                end = base + shared
+                if end <= max(best[0], hit_tokens):
+                    continue
+                plan = tier_plan.load_blocks(self._rules, hit_tokens, end,
+                                             tail.end_tokens)
+                if plan is not None and all(
+                        holds(tail.key, g) if source == tier_plan.TAIL
+                        else has_part(source, g)
+                        for g, blocks in enumerate(plan)
+                        for _, source in blocks):
+                    best = (end, tail)
+        return best
+
+    def _keys_for(self, request, hit_tokens, end_tokens, tail):
+        """The keys of the objects a load from hit to end reads, each once,
+        in order."""
+        sources = dict.fromkeys(
+            source
+            for blocks in tier_plan.load_blocks(
+                self._rules, hit_tokens, end_tokens,
+                None if tail is None else tail.end_tokens)
+            for _, source in blocks)
+        return [tail.key if s == tier_plan.TAIL else self._key_at(request, s)
+                for s in sources]
 
     def on_new_request(self, request):
         self._requests[request.request_id] = request
@@ -242,8 +324,9 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
             if now - self._ready_since <= self._timeout_s:
                 return None, False
             self._directory_ready = True
-        known = self._reach(request, num_computed_tokens,
-                            lambda k, g: g in self._directory.get(k, ()))
+        known, tail = self._reach(
+            request, num_computed_tokens,
+            lambda k, g: g in self._directory.get(k, ()))
         staging = self._staging.get(rid)
         if known <= num_computed_tokens:
             self._drop_staging(rid)
@@ -254,7 +337,8 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
             # First ask, or the directory has grown since (stores reported
             # after the ask): ask for the deeper reach once more.
             self._staging[rid] = _Staging(
-                self._keys_for(request, num_computed_tokens, known), known,
+                self._keys_for(request, num_computed_tokens, known, tail),
+                known,
                 1 if staging is None else staging.rounds + 1)
             self._pending.prefetch[rid] = self._staging[rid].keys
             return None, False
@@ -262,12 +346,13 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
             if time.monotonic() - staging.since > self._timeout_s:
                 return 0, False
             return None, False
-        end = self._reach(request, num_computed_tokens,
-                          lambda k, g: g in staging.staged.get(k, ()))
+        end, tail = self._reach(
+            request, num_computed_tokens,
+            lambda k, g: g in staging.staged.get(k, ()))
         if end <= num_computed_tokens:
             self._drop_staging(rid)
             return 0, False
-        self._claims[rid] = (num_computed_tokens, end)
+        self._claims[rid] = (num_computed_tokens, end, tail)
         return end - num_computed_tokens, False
 
     def update_state_after_alloc(self, request, blocks, num_external_tokens):
@@ -278,14 +363,16 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         if num_external_tokens == 0 or claim is None:
             self._drop_staging(rid)
             return
-        hit, end = claim
+        hit, end, tail = claim
         assert end - hit == num_external_tokens, (claim, num_external_tokens)
         loads = []
-        for g, placed in enumerate(tier_plan.load_blocks(self._rules, hit,
-                                                         end)):
-            for j, boundary in placed:
-                loads.append((self._key_at(request, boundary), g,
-                              tables[g][j]))
+        plan = tier_plan.load_blocks(self._rules, hit, end,
+                                     None if tail is None else tail.end_tokens)
+        for g, placed in enumerate(plan):
+            for j, source in placed:
+                key = tail.key if source == tier_plan.TAIL \
+                    else self._key_at(request, source)
+                loads.append((key, g, tables[g][j]))
         self._pending.loads[rid] = loads
         self.external_tokens += num_external_tokens
         self.loads += 1
@@ -347,6 +434,7 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         self._directory_ready |= meta.ready
         for key in meta.forgotten:
             self._directory.pop(key, None)
+            self._forget_tail(key)
         for key, groups in meta.stored.items():
             self._directory[key] = self._directory.get(key, frozenset()) \
                 | groups
@@ -363,7 +451,60 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         self._pending.loads.pop(rid, None)
         for table in (self._requests, self._tables, self._saved_upto):
             table.pop(rid, None)
-        return False, None
+        order = self._tail_order(request, block_ids)
+        if order is None:
+            return False, None
+        # The engine holds the blocks until the worker has read them.
+        self._pending.tail_saves.append(order)
+        self._pending.sends.add(rid)
+        self.tail_saves += 1
+        return True, None
+
+    def _tail_order(self, request, block_ids):
+        """The save of a finished request's tail: its cache's blocks with
+        token T - 1 for T = every token but the last (the one sampled last
+        is not computed), when T is not a whole block of every group; None
+        when there is nothing to store or its bytes are not exactly the
+        tokens' (an abort, drafts, multimodal input)."""
+        end = request.num_computed_tokens
+        base = end // self._hash_unit * self._hash_unit
+        if (not self._usable or self._speculative
+                or str(request.status) not in _TAIL_STATUSES
+                or end != request.num_tokens - 1
+                or getattr(request, "num_output_placeholders", 0)
+                or getattr(request, "mm_features", None)
+                or getattr(request, "prompt_embeds", None) is not None
+                or end % tier_plan.alignment(self._rules) == 0
+                or base == 0):
+            return None
+        base_key = self._key_at(request, base)
+        if base_key is None:
+            return None
+        parts = []
+        for g, rule in enumerate(self._rules):
+            j = (end - 1) // rule.block_size
+            if j >= len(block_ids[g]) or block_ids[g][j] == NULL_BLOCK:
+                return None
+            parts.append((g, block_ids[g][j]))
+        tokens = tuple(request.all_token_ids[base:end])
+        tail = _Tail(tail_key(base_key, tokens), base, tokens)
+        if tail.key in self._tail_base:
+            self._tail_base.move_to_end(tail.key)
+            if len(self._directory.get(tail.key, ())) == len(parts):
+                return None
+        self._tails.setdefault(base_key, {})[tail.key] = tail
+        self._tail_base[tail.key] = base_key
+        while len(self._tail_base) > MAX_TAILS:
+            self._forget_tail(next(iter(self._tail_base)))
+        return SaveOrder(tail.key, end, parts)
+
+    def _forget_tail(self, key):
+        base_key = self._tail_base.pop(key, None)
+        if base_key is not None:
+            entries = self._tails[base_key]
+            del entries[key]
+            if not entries:
+                del self._tails[base_key]
 
     def take_events(self):
         return ()
@@ -393,6 +534,11 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         self._layers = None    # per group: [(tensor, block dim)]
         self._report = HkvWorkerMetadata()
         self._load_errors = set()
+        # Finished requests whose tails were read (their blocks free once
+        # get_finished reports them), and which of them the engine has
+        # said are finished.
+        self._sent = set()
+        self._finished = set()
 
     @property
     def wrong_shape_groups(self):
@@ -458,7 +604,7 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
             offset += size
 
     def _meta(self):
-        if self._tier_io is None or not self.has_connector_metadata():
+        if not self.has_connector_metadata():
             return None
         meta = self._get_connector_metadata()
         return meta if isinstance(meta, HkvConnectorMetadata) else None
@@ -466,6 +612,14 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
     def start_load_kv(self, forward_context, **kwargs):
         meta = self._meta()
         if meta is None:
+            return
+        # Tails first: the engine holds their blocks for this, and steps
+        # without a forward call no wait_for_save.
+        if self._tier_io is not None and meta.tail_saves:
+            self._tier_io.store([self._object_group(order)
+                                 for order in meta.tail_saves])
+        self._sent |= meta.sends
+        if self._tier_io is None:
             return
         for rid in meta.release:
             self._tier_io.release(rid)
@@ -494,12 +648,24 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         forward has written them; the next step may reuse them) and hands
         them to the tier thread."""
         meta = self._meta()
-        if meta is None or not meta.saves:
+        if meta is None or not meta.saves or self._tier_io is None:
             return
-        self._tier_io.store([_hkv.ObjectGroup(
+        self._tier_io.store([self._object_group(order)
+                             for order in meta.saves])
+
+    def _object_group(self, order):
+        return _hkv.ObjectGroup(
             key=order.key, end_tokens=order.end_tokens,
             parts=[(g, self._read_block(g, b)) for g, b in order.parts])
-            for order in meta.saves])
+
+    def get_finished(self, finished_req_ids):
+        """Finished requests whose tails have been read: the engine may
+        free their blocks."""
+        self._finished |= self._sent & set(finished_req_ids)
+        done, self._sent = self._sent & self._finished, \
+            self._sent - self._finished
+        self._finished -= done
+        return (done or None), None
 
     def get_block_ids_with_load_errors(self):
         errors, self._load_errors = self._load_errors, set()

@@ -15,6 +15,12 @@ window for sliding windows, before the chunk for chunked local attention,
 all but the last for recurrent state). Block j's part is the one stored at
 boundary ``(j + 1) * block_size``. E is a whole block of every group, so
 every part is a whole page or a state at its block's end.
+
+A tail object, stored when a request finishes at T tokens that are not a
+whole block of every group, holds per group the block with token T - 1 (a
+partial page, the recurrent state after exactly T tokens). A load may end
+inside a block then: at T, or for attention alone at any E < T whose
+tokens the tail's share (``load_blocks`` with ``tail_tokens``).
 """
 
 import dataclasses
@@ -55,15 +61,42 @@ def alignment(rules):
     return step
 
 
-def load_blocks(rules, hit_tokens, end_tokens):
+# A block's source in load_blocks: the tail object's part.
+TAIL = "tail"
+
+
+def load_blocks(rules, hit_tokens, end_tokens, tail_tokens=None):
     """Per group, the block indices a load from hit_tokens to end_tokens
-    writes, with the boundary each block's part was stored at:
-    [[(block index, boundary), ...] per group]."""
+    writes, each with its source: the boundary whose whole block was stored
+    there, or TAIL, the part of a tail object stored at tail_tokens
+    (>= end_tokens; a boundary where some group's block is partial), which
+    is the block holding token tail_tokens - 1:
+    [[(block index, boundary or TAIL), ...] per group].
+
+    A block cut by end_tokens takes an attention page that holds its first
+    slots (the whole page, or the tail's) or a recurrent state of exactly
+    end_tokens (the tail's, when it ends there); None when some block has
+    no such source."""
     out = []
     for rule in rules:
         b = rule.block_size
         first = max(hit_tokens, rule.skipped(end_tokens)) // b
-        out.append([(j, (j + 1) * b) for j in range(first, end_tokens // b)])
+        last = (end_tokens - 1) // b
+        blocks = [(j, (j + 1) * b) for j in range(first, last)]
+        if first <= last:
+            whole = (last + 1) * b
+            in_tail = tail_tokens is not None and \
+                last == (tail_tokens - 1) // b and \
+                (rule.kind != "mamba" or end_tokens == tail_tokens)
+            if in_tail:
+                blocks.append((last, TAIL))
+            elif whole == end_tokens or (rule.kind != "mamba"
+                                         and tail_tokens is not None
+                                         and whole <= tail_tokens):
+                blocks.append((last, whole))
+            else:
+                return None
+        out.append(blocks)
     return out
 
 

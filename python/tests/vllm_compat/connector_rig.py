@@ -33,7 +33,7 @@ from vllm.v1.kv_cache_interface import (FullAttentionSpec, KVCacheConfig,
                                         KVCacheGroupSpec, MambaSpec,
                                         SlidingWindowSpec)
 from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput
-from vllm.v1.request import Request
+from vllm.v1.request import Request, RequestStatus  # noqa: F401
 from vllm.v1.structured_output import StructuredOutputManager
 
 EOS = 2
@@ -276,9 +276,11 @@ def settle(scheduler, worker, model):
     step(scheduler, worker, model, {})
 
 
-def serve(scheduler, worker, model, prompts, prefix, max_steps=2000):
+def serve(scheduler, worker, model, prompts, prefix, max_steps=2000,
+          tokens=None):
     """Serves `prompts` to the end; returns per request the tokens it
-    started from (the local hit plus what the connector supplied)."""
+    started from (the local hit plus what the connector supplied), and puts
+    each request's tokens (prompt and output) in the dict `tokens`."""
     requests = {}
     for i, prompt in enumerate(prompts):
         req = request(f"{prefix}{i}", prompt,
@@ -290,8 +292,19 @@ def serve(scheduler, worker, model, prompts, prefix, max_steps=2000):
         if not scheduler.has_requests():
             break
         out = step(scheduler, worker, model, requests)
+        if not out.num_scheduled_tokens:
+            # Every request waits on the tier thread (staging): a real
+            # engine idles until it reports; so does the rig, rather than
+            # spending its step bound on how fast the thread runs.
+            worker.drain_tier_io()
         for new in out.scheduled_new_reqs:
             external.setdefault(new.req_id, new.num_computed_tokens)
     else:
-        raise AssertionError("the engine did not finish")
+        raise AssertionError(
+            f"the engine did not finish in {max_steps} steps: "
+            f"{len(scheduler.waiting)} waiting, {len(scheduler.running)} "
+            f"running, {len(scheduler.requests)} held")
+    if tokens is not None:
+        tokens.update((rid, list(req.all_token_ids))
+                      for rid, req in requests.items())
     return external

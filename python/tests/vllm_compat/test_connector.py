@@ -41,6 +41,19 @@ def _whole_blocks(prompt):
     return (len(prompt) - 1) // rig.BLOCK * rig.BLOCK
 
 
+def _resumed(prompt, kinds, output_tokens=3, step=rig.BLOCK):
+    """Where a resend of `prompt` resumes from the tiers: the first pass's
+    tail (its request finished at every token but the last) is indexed
+    under the hash block it starts in; for attention alone it serves the
+    resend's every token but the last when that block is below them, else
+    whole blocks (with a recurrent group, the tail's state is after the
+    first pass's output, past this prompt)."""
+    finished = len(prompt) + output_tokens - 1
+    if "mamba" in kinds or finished // rig.BLOCK * rig.BLOCK > len(prompt) - 1:
+        return (len(prompt) - 1) // step * step
+    return len(prompt) - 1
+
+
 def _engine(kinds, tiers, manager="engine", blocks=None, **extra):
     manager_class = plugin.engine_manager_class() if manager == "engine" \
         else hkv.vllm.KVCacheManager
@@ -116,22 +129,24 @@ def test_a_resend_loads_every_group_through_the_tier(kinds, tier, manager,
     second = rig.serve(scheduler, worker, model, prompts, "b")
     assert model.bad_reads == []
     # Every whole block below the last token comes back from the tier (the
-    # first pass's shared prefix was the GPU's own hit).
-    assert [second[f"b{i}"] for i in range(len(prompts))] == \
-        [_whole_blocks(p) for p in prompts]
+    # first pass's shared prefix was the GPU's own hit), and for attention
+    # alone the partial page up to it.
+    resumed = [_resumed(p, KINDS[kinds]) for p in prompts]
+    assert [second[f"b{i}"] for i in range(len(prompts))] == resumed
     assert first["a0"] == 0
     # The shared prefix's 4 blocks may come from the GPU (another resend
     # loaded them first); the rest came through the tier.
     shared = 64
     loaded = scheduler.connector.external_tokens
-    assert loaded >= sum(_whole_blocks(p) - shared for p in prompts)
+    assert loaded >= sum(r - shared for r in resumed)
     # What a load placed, recurrent states included, is the GPU's own
-    # prefix cache afterwards: a third pass hits there, loading nothing.
+    # prefix cache afterwards: a third pass hits there, loading only the
+    # partial pages (the GPU caches whole blocks).
     third = rig.serve(scheduler, worker, model, prompts, "c")
     assert model.bad_reads == []
-    assert [third[f"c{i}"] for i in range(len(prompts))] == \
-        [_whole_blocks(p) for p in prompts]
-    assert scheduler.connector.external_tokens == loaded
+    assert [third[f"c{i}"] for i in range(len(prompts))] == resumed
+    assert scheduler.connector.external_tokens == loaded + sum(
+        r - _whole_blocks(p) for r, p in zip(resumed, prompts))
 
 
 _ALL_MODE_GAP = pytest.mark.xfail(
@@ -154,8 +169,80 @@ def test_groups_of_different_blocks_reload_at_their_common_block(
                                        blocks=blocks)
     prompts = _prompts(8)
     assert _resend(scheduler, worker, model, prompts) == \
-        [(len(p) - 1) // 32 * 32 for p in prompts]
+        [_resumed(p, kinds, step=32) for p in prompts]
     assert model.bad_reads == []
+
+
+def _next_turns(prompts, first_tokens, seed):
+    """Each prompt's next turn: the first turn's tokens (prompt and output)
+    and new ones."""
+    rng = random.Random(seed)
+    return [first_tokens[f"a{i}"] + [rng.randrange(3, 1000)
+                                        for _ in range(rng.randrange(5, 60))]
+            for i in range(len(prompts))]
+
+
+@pytest.mark.parametrize("manager", ["engine", "hkv"])
+@pytest.mark.parametrize("tier", ["host", "file", "redis"])
+@pytest.mark.parametrize("kinds", sorted(KINDS))
+def test_a_next_turn_resumes_from_the_first_turns_tail(kinds, tier, manager,
+                                                       tmp_path, request):
+    """A conversation's next turn, after the GPU's cache is gone, starts at
+    the first turn's last computed token, recurrent state included: the
+    tail object holds the partial blocks where the first turn finished."""
+    redis = request.getfixturevalue("redis_port") if tier == "redis" \
+        else None
+    scheduler, worker, model = _engine(KINDS[kinds],
+                                       _tiers(tier, tmp_path, redis), manager)
+    prompts = _prompts(11)
+    first = {}
+    rig.serve(scheduler, worker, model, prompts, "a", tokens=first)
+    rig.settle(scheduler, worker, model)
+    assert scheduler.reset_prefix_cache()
+    turns = _next_turns(prompts, first, 12)
+    second = rig.serve(scheduler, worker, model, turns, "b")
+    assert model.bad_reads == []
+    ends = [len(first[f"a{i}"]) - 1 for i in range(len(prompts))]
+    assert any(end % rig.BLOCK for end in ends)
+    assert [second[f"b{i}"] for i in range(len(turns))] == ends
+    # The engine freed every finished request's blocks once their tails
+    # were read.
+    assert not scheduler.requests
+    assert scheduler.kv_cache_manager.usage == 0
+
+
+@pytest.mark.parametrize("kinds, blocks", [
+    (["full", "swa"], [16, 32]), (["full", "mamba"], [32, 16]),
+    (["swa", "mamba"], [32, 16])])
+def test_a_next_turn_resumes_on_groups_of_different_blocks(kinds, blocks):
+    scheduler, worker, model = _engine(kinds, "host:64MiB", blocks=blocks)
+    # Some finish (at every token but the last: prompt + 2) at a whole block
+    # of the smaller group alone.
+    prompts = _prompts(14, count=5) + [
+        [3 + i % 900 for i in range(n)] for n in (78, 110, 142)]
+    first = {}
+    rig.serve(scheduler, worker, model, prompts, "a", tokens=first)
+    rig.settle(scheduler, worker, model)
+    assert scheduler.reset_prefix_cache()
+    second = rig.serve(scheduler, worker, model,
+                       _next_turns(prompts, first, 15), "b")
+    assert model.bad_reads == []
+    assert [second[f"b{i}"] for i in range(len(prompts))] == \
+        [len(first[f"a{i}"]) - 1 for i in range(len(prompts))]
+
+
+def test_a_tail_is_not_stored_for_an_aborted_request():
+    scheduler, worker, model = _engine(KINDS["hybrid"], "host:64MiB")
+    prompt = _prompts(13, count=1)[0]
+    req = rig.request("a0", prompt, max_tokens=50)
+    scheduler.add_request(req)
+    for _ in range(4):
+        rig.step(scheduler, worker, model, {"a0": req})
+    assert req.num_output_tokens > 0
+    scheduler.finish_requests("a0", rig.RequestStatus.FINISHED_ABORTED)
+    rig.settle(scheduler, worker, model)
+    assert not scheduler.requests
+    assert scheduler.connector.tail_saves == 0
 
 
 def test_inline_tier_io_reuses_the_same(tmp_path):
@@ -325,15 +412,19 @@ def test_the_engines_own_connector_test_utilities_drive_it(monkeypatch):
             worker.bind_connector_metadata(out.kv_connector_metadata)
             worker.start_load_kv(None)
             worker.wait_for_save()
+            sending, _ = worker.get_finished(out.finished_req_ids)
             meta = worker.build_connector_worker_meta()
             worker.clear_connector_metadata()
             reqs = [request] if out.num_scheduled_tokens else []
             finished = request.num_computed_tokens >= request.num_tokens
             scheduler.update_from_output(out, utils.create_model_runner_output(
-                reqs, use_eos=finished, kv_connector_worker_meta=meta))
+                reqs, finished_sending=sending, use_eos=finished,
+                kv_connector_worker_meta=meta))
         utils.assert_scheduler_empty(scheduler)
 
     run(utils.create_request(request_id=1, num_tokens=100))
     assert scheduler.reset_prefix_cache()
     run(utils.create_request(request_id=1, num_tokens=100))
-    assert scheduler.connector.external_tokens == 96
+    # Every token but the last: six whole blocks, and the first pass's tail
+    # (it finished after the prompt) for the partial seventh.
+    assert scheduler.connector.external_tokens == 99
