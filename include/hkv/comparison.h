@@ -147,6 +147,12 @@ struct Comparison {
   // sentence on what it leaves behind.
   std::optional<std::size_t> reference_best = std::nullopt;
   std::string beyond_reference = {};
+  // On the reference engine at kEngineCommit (hkv/engine_flags.h): the
+  // rule's winner among the configurations it runs, and what to tell the
+  // user: its flags and, when the recommendation is another configuration,
+  // why that one needs hkv and what it gains; or, when it runs none, why.
+  std::optional<std::size_t> engine_best = std::nullopt;
+  std::vector<std::string> on_the_engine = {};  // lines
   // Built-in geometries left out, each "GEOMETRY: why".
   std::vector<std::string> skipped = {};
 };
@@ -157,8 +163,12 @@ bool RunsAsTheReference(const SimConfig& config);
 
 // Sets c.reference_best and c.beyond_reference from c.recommendation (both
 // empty unless the winner runs beyond the reference and some configuration
-// runs as it does).
+// runs as it does), then c.engine_best and c.on_the_engine.
 void CompareWithTheReference(Comparison& c);
+
+// Sets c.engine_best and c.on_the_engine from c.recommendation and each
+// configuration's SimConfig::engine.
+void CompareOnTheEngine(Comparison& c);
 
 // The candidate of a configuration: capacity (engine-logged concurrency at
 // max_model_len, else hkv's estimate), the trace's TTFT and reuse, the

@@ -100,6 +100,7 @@ struct ResolvedDeployment {
   // The resolved groups and hash unit, e.g. "recurrent[9,9,8,8]/256
   // mla[11]/2048 sliding[5]/2048 draft-rewind; hash unit 256".
   std::string description = {};
+  Layout layout = Layout::kCoupled;  // the model's
 };
 
 // The cache groups and block count of `spec`, as the capacity planner lays

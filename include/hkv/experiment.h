@@ -28,6 +28,7 @@
 
 #include "hkv/cache_manager.h"
 #include "hkv/deployment.h"
+#include "hkv/engine_flags.h"
 #include "hkv/result.h"
 #include "hkv/scenarios.h"
 #include "hkv/simulator.h"
@@ -128,6 +129,8 @@ struct SimConfig {
   // Per-group pools re-split before the run by what the workload keeps
   // cached when nothing is evicted (PoolLayout::kPerGroupByWorkload).
   bool split_pools_by_workload = false;
+  // The reference engine's flags for it, or why that engine cannot run it.
+  EngineFlags engine = {};
 };
 
 // The workload named by the options, cut by limit (0: all), time_scale and

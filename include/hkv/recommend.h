@@ -75,6 +75,12 @@ struct Recommendation {
 std::string AgainstTheReference(const Candidate& ours, const Candidate& theirs,
                                 Objective objective);
 
+// The part of that sentence after the labels: "13.4 % better on TTFT p50 on
+// the trace (2.776 against 3.208), 5.00x its reused tokens, 1.04x its
+// capacity".
+std::string Gain(const Candidate& ours, const Candidate& theirs,
+                 Objective objective);
+
 // Applies the rule. REQUIRES: `candidates` is not empty; 0 <=
 // capacity_tolerance < 1. O(n log n).
 Recommendation Recommend(std::span<const Candidate> candidates,

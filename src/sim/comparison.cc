@@ -321,6 +321,7 @@ Result<Comparison> RunGeometryComparison(
 void CompareWithTheReference(Comparison& c) {
   c.reference_best.reset();
   c.beyond_reference.clear();
+  CompareOnTheEngine(c);
   const std::size_t winner = c.recommendation.winner;
   if (RunsAsTheReference(c.configurations[winner].config)) return;
   std::vector<Candidate> reference;

@@ -104,11 +104,17 @@ json Capacity(const ConfigurationOutcome& o) {
 }
 
 json Configuration(const ConfigurationOutcome& o) {
-  json out = {{"label", o.config.label},
-              {"groups_resolved", o.config.groups},
-              {"hash_unit", o.config.cache.keys.hash_unit},
-              {"capacity", Capacity(o)},
-              {"trace", Trace(o)}};
+  json out = {
+      {"label", o.config.label},
+      {"groups_resolved", o.config.groups},
+      {"hash_unit", o.config.cache.keys.hash_unit},
+      {"engine",
+       {{"flags",
+         o.config.engine.runs() ? json(o.config.engine.argv) : json(nullptr)},
+        {"why_not", o.config.engine.runs() ? json(nullptr)
+                                           : json(o.config.engine.why_not)}}},
+      {"capacity", Capacity(o)},
+      {"trace", Trace(o)}};
   for (const GroupResidency& g : o.trace.groups) {
     out["groups"].push_back({{"kind", g.kind}, {"block_size", g.block_size}});
   }
@@ -169,6 +175,12 @@ json ComparisonObject(const Comparison& c) {
                   c.configurations[*c.reference_best].config.label},
                  {"sentence", c.beyond_reference}}
           : json(nullptr);
+  out["on_the_engine"] = {
+      {"engine", "vllm@" + std::string(kEngineCommit)},
+      {"best", c.engine_best
+                   ? json(c.configurations[*c.engine_best].config.label)
+                   : json(nullptr)},
+      {"lines", c.on_the_engine}};
   return out;
 }
 

@@ -183,6 +183,7 @@ Result<ResolvedDeployment> ResolveDeployment(const DeploymentSpec& spec) {
   out.cache.max_in_flight_tokens = spec.in_flight_tokens;
   out.capacity = Capacity(*plan, spec.pools);
   out.description = Describe(*plan, spec.draft_rewind);
+  out.layout = model.layout;
   for (const GroupPlan& group : plan->groups) {
     out.cache.groups.push_back(CacheGroup(group, *plan, model, spec));
     out.page_bytes.push_back(group.data_bytes);

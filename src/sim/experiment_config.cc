@@ -162,10 +162,13 @@ Result<SimConfig> ConfigOfGroups(const CacheFields& f,
   if (!pools) return Named("--pools", pools.error());
   Result<CacheConfig> cache = CacheFromGroups(f, o, *pools);
   if (!cache) return tl::unexpected(cache.error());
+  EngineFlags engine = EngineFlagsFor(
+      *cache, {.tp = o.tp, .context_tokens = o.context.value_or(0)});
   return SimConfig{
       .label = f.groups,
       .cache = std::move(*cache),
-      .split_pools_by_workload = *pools == PoolLayout::kPerGroupByWorkload};
+      .split_pools_by_workload = *pools == PoolLayout::kPerGroupByWorkload,
+      .engine = std::move(engine)};
 }
 
 }  // namespace

@@ -120,6 +120,10 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
   resolved->cache.retention_interval = o.retention_interval;
   resolved->cache.retention = *retention;
   resolved->cache.free_order = o.free_order;
+  EngineFlags engine =
+      EngineFlagsFor(resolved->cache, {.tp = spec.tp,
+                                       .context_tokens = spec.context_tokens,
+                                       .layout = resolved->layout});
   return SimConfig{
       .label = geometry + PoolLabel(spec.pools) +
                (*retention == Retention::kPlacement ? " placement" : ""),
@@ -128,7 +132,8 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
       .groups = std::move(resolved->description),
       .capacity = resolved->capacity,
       .max_model_len = spec.context_tokens,
-      .split_pools_by_workload = spec.pools == PoolLayout::kPerGroupByWorkload};
+      .split_pools_by_workload = spec.pools == PoolLayout::kPerGroupByWorkload,
+      .engine = std::move(engine)};
 }
 
 }  // namespace hkv

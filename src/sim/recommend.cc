@@ -158,6 +158,12 @@ Recommendation Recommend(std::span<const Candidate> c, Objective objective,
 
 std::string AgainstTheReference(const Candidate& ours, const Candidate& theirs,
                                 Objective objective) {
+  return ours.label + " against the reference's best, " + theirs.label + ": " +
+         Gain(ours, theirs, objective);
+}
+
+std::string Gain(const Candidate& ours, const Candidate& theirs,
+                 Objective objective) {
   const double a = ObjectiveValue(ours, objective);
   const double b = ObjectiveValue(theirs, objective);
   const double lead = b == 0.0                   ? 0.0
@@ -166,8 +172,7 @@ std::string AgainstTheReference(const Candidate& ours, const Candidate& theirs,
   const auto ratio = [](double x, double y) {
     return y == 0.0 ? std::string("n/a") : Format("%.2f", x / y) + "x";
   };
-  return ours.label + " against the reference's best, " + theirs.label + ": " +
-         Format("%.1f", 100.0 * lead) + " % " +
+  return Format("%.1f", 100.0 * std::abs(lead)) + " % " +
          (lead >= 0.0 ? "better" : "worse") + " on " +
          std::string(Phrase(objective)) + " (" + Format("%.4g", a) +
          " against " + Format("%.4g", b) + "), " +

@@ -231,6 +231,14 @@ std::string Quoted(const std::string& text) {
   return out + "\"";
 }
 
+// The recommendation's part for the reference engine today.
+void PrintOnTheEngine(const Comparison& c) {
+  fmt::print("on the reference engine today (vLLM {}):\n", kEngineCommit);
+  for (const std::string& line : c.on_the_engine) {
+    PrintWrapped("  " + line, "    ");
+  }
+}
+
 }  // namespace
 
 void PrintSearch(const Comparison& c) {
@@ -267,6 +275,7 @@ void PrintSearch(const Comparison& c) {
     fmt::print("beyond the reference:\n");
     PrintWrapped("  " + c.beyond_reference, "    ");
   }
+  PrintOnTheEngine(c);
   fmt::print("* modelled by cost model {}\n", c.cost_model);
 }
 
@@ -318,6 +327,7 @@ void PrintComparison(const Comparison& c) {
     fmt::print("beyond the reference:\n");
     PrintWrapped("  " + c.beyond_reference, "    ");
   }
+  PrintOnTheEngine(c);
   fmt::print(
       "* modelled by cost model {}; lookup times measured here, "
       "fastest of repeats,\n  n/a below {} calls (count shown)\n",
