@@ -50,15 +50,17 @@ void CompareOnTheEngine(Comparison& c) {
                             JoinedFlags(config.engine.argv));
   const std::size_t winner = c.recommendation.winner;
   if (winner == best) {
-    c.on_the_engine.push_back(
-        "the recommendation itself; hkv's manager "
-        "adds nothing among these configurations");
+    c.on_the_engine.push_back("the recommendation itself");
     return;
   }
+  // hkv's engine plugin (HKV_KV_CACHE_MANAGER=1) keeps the engine's own
+  // rules: what the engine cannot run, it cannot either.
   const SimConfig& ours = c.configurations[winner].config;
   c.on_the_engine.push_back(
-      "the recommendation, " + ours.label + ", needs hkv's manager (" +
-      ours.engine.why_not + "); against " + config.label + " it is " +
+      "the recommendation, " + ours.label + ", is not an engine setting (" +
+      ours.engine.why_not +
+      "): hkv's library runs it, hkv's engine plugin does not yet; against " +
+      config.label + " it is " +
       Gain(c.candidates[winner], c.candidates[best], c.objective));
 }
 
