@@ -52,3 +52,30 @@ def test_matches_the_cli_json(args):
         kwargs["geometries"] = [args[i + 1] for i, a in enumerate(args)
                                 if a == "--geometry"]
     assert hkv.plan_report(opts["--model"], **kwargs) == json.loads(out)
+
+
+PRESETS = ["glm53-flash-gb10x4", "glm53-flash-rtx6000x4-dcp4-dflash",
+           "glm53-flash-rtx6000x4-dcp1-mtp"]
+
+
+@pytest.mark.parametrize("geometry", ["256/256/256", "2048/256/256",
+                                      "2048/2048/2048"])
+@pytest.mark.parametrize("preset", PRESETS)
+def test_plan_of_a_preset_is_the_capacity_simulate_reports(preset, geometry):
+    """hkv plan --preset plans the deployment hkv simulate runs (its drafts,
+    tokens in flight and draft layers): the engine's log line is the
+    capacity simulate and compare report."""
+    run = [str(cli()), "plan", "--preset", preset, "--geometry", geometry,
+           "--json"]
+    plan, = json.loads(subprocess.run(run, check=True, capture_output=True,
+                                      text=True).stdout)["plans"]
+    sim = json.loads(subprocess.run(
+        [str(cli()), "simulate", "--preset", preset, "--geometry", geometry,
+         "--limit", "2", "--quiet", "--json"], check=True,
+        capture_output=True, text=True).stdout)
+    report = sim[0] if isinstance(sim, list) else sim
+    capacity = report["capacity"]
+    assert plan["shared"]["reference_tokens"] == \
+        capacity["engine_pool_tokens"]
+    assert plan["shared"]["blocks_per_request"] == \
+        capacity["blocks_per_request"]

@@ -37,6 +37,9 @@ int RunReplay(const ReplayCommandOptions& options);
 
 // `hkv plan --model M --budget B --context L ...`: the capacity planner.
 struct PlanCommandOptions {
+  // A deployment preset: the defaults of the model, parallelism, budget,
+  // context, drafts and tokens in flight (the flags given override them).
+  std::string preset;
   std::string model;  // a preset name or a model JSON file
   std::uint32_t tp = 1;
   std::uint32_t dcp = 1;

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "exit_status.h"
+#include "hkv/deployment.h"
 #include "hkv/limits.h"
 #include "hkv/model.h"
 #include "hkv/plan_report.h"
@@ -43,6 +44,38 @@ const CLI::Validator kModelValidator(
     },
     "PRESET|FILE");
 
+const CLI::Validator kPresetValidator(
+    [](std::string& text) {
+      Result<DeploymentPreset> preset = LoadDeploymentPreset(text);
+      return preset ? std::string() : preset.error().message;
+    },
+    "PRESET");
+
+std::string Joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+// The preset's values for the options not given on the command line.
+void ApplyDeploymentPreset(const CLI::App& sub, PlanCommandOptions& o) {
+  const DeploymentPreset preset = LoadDeploymentPreset(o.preset).value();
+  const DeploymentSpec& s = preset.spec;
+  const auto unset = [&sub](const char* name) { return sub.count(name) == 0; };
+  if (unset("--model")) o.model = s.model;
+  if (unset("--tp")) o.tp = s.tp;
+  if (unset("--dcp")) o.dcp = s.dcp;
+  if (unset("--budget")) o.budget = std::to_string(s.budget_bytes);
+  if (unset("--context")) o.context = s.context_tokens;
+  if (unset("--spec-tokens")) o.speculative_tokens = preset.speculative_tokens;
+  if (unset("--max-batched-tokens")) o.max_batched_tokens = s.in_flight_tokens;
+  if (unset("--geometry") && unset("--search")) {
+    o.geometries = {std::to_string(s.target_block) + "/" +
+                    std::to_string(s.recurrent_block) + "/" +
+                    std::to_string(s.hash_unit)};
+  }
+}
+
 PlanOptions ToPlanOptions(const PlanCommandOptions& o) {
   return {.tp = o.tp,
           .dcp = o.dcp,
@@ -59,10 +92,14 @@ constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
 
 // The model, parallelism, budget and workload options.
 void AddInputOptions(CLI::App& sub, PlanCommandOptions& o) {
+  sub.add_option("--preset", o.preset,
+                 "Deployment preset: its model, TP, DCP, budget, context, "
+                 "drafts and tokens in flight, unless given (" +
+                     Joined(DeploymentPresetNames()) + ")")
+      ->check(kPresetValidator);
   sub.add_option("--model", o.model,
                  "Preset name or model JSON file (at most " +
                      std::to_string(kMaxConfigFileBytes) + " bytes)")
-      ->required()
       ->check(kModelValidator);
   sub.add_option("--tp", o.tp, "Tensor-parallel width")
       ->capture_default_str()
@@ -72,14 +109,14 @@ void AddInputOptions(CLI::App& sub, PlanCommandOptions& o) {
       ->check(WholeIn(1, kU32));
   sub.add_option("--budget", o.budget,
                  "KV-cache memory per rank, e.g. 33GiB, 80GB, 4096")
-      ->required()
       ->check(kByteSizeValidator);
   sub.add_option("--context", o.context,
                  "Context length of one request (max_model_len)")
-      ->required()
       ->check(WholeIn(1, kU32));
   sub.add_option("--max-batched-tokens", o.max_batched_tokens,
-                 "Tokens per step (sliding/chunked admission caps, auto)")
+                 "Tokens in flight per request at most: the step budget, "
+                 "twice it under asynchronous scheduling (a window group's "
+                 "blocks; auto's step)")
       ->capture_default_str()
       ->check(WholeIn(1, kU32));
   sub.add_option("--checkpoint-blocks", o.checkpoint_blocks,
@@ -124,6 +161,9 @@ void AddGeometryOptions(CLI::App& sub, PlanCommandOptions& o) {
 }  // namespace
 
 constexpr char kPlanExamples[] = R"(Examples:
+  hkv plan --preset glm53-flash-gb10x4 --geometry 256/256/256
+      a measured deployment at another geometry: the capacity hkv simulate
+      and hkv compare report for it
   hkv plan --model glm53-flash-like --tp 4 --budget 33GiB --context 262144 \
       --geometry 256/256/256 --geometry 2048/256/256
       capacity of two page geometries, shared pool and per-group pools
@@ -143,7 +183,13 @@ void RegisterPlan(CLI::App& app) {
   sub->footer(kPlanExamples);
   AddInputOptions(*sub, *o);
   AddGeometryOptions(*sub, *o);
-  sub->callback([o] {
+  sub->callback([o, sub] {
+    if (!o->preset.empty()) ApplyDeploymentPreset(*sub, *o);
+    for (const char* name : {"--model", "--budget", "--context"}) {
+      if (sub->count(name) == 0 && o->preset.empty()) {
+        throw CLI::RequiredError(std::string(name) + " (or --preset)");
+      }
+    }
     if (o->geometries.empty() && !o->search) {
       throw CLI::RequiredError("--geometry or --search");
     }
@@ -158,6 +204,13 @@ int RunPlan(const PlanCommandOptions& o) {
   if (!model) {
     return Failure("plan",
                    {model.error().code, "--model: " + model.error().message});
+  }
+  if (!o.preset.empty()) {
+    // The preset's draft replaces its model's, as in hkv simulate.
+    const DeploymentPreset preset = LoadDeploymentPreset(o.preset).value();
+    if (preset.spec.draft && o.model == preset.spec.model) {
+      model->draft = *preset.spec.draft;
+    }
   }
   const PlanOptions options = ToPlanOptions(o);
   Result<PlanReport> report =

@@ -75,6 +75,17 @@ void PrintPlanText(const PlanReport& report) {
                fmt::format("{:.1f}%", 100.0 * p.per_group.waste),
                GroupsText(p) + RebalanceText(p));
   }
+  // The figure hkv simulate and compare report as the capacity.
+  for (const PlanRow& row : report.rows) {
+    const Plan& p = row.plan;
+    fmt::print(
+        "{}: the engine's log line (shared pool): {} tokens, maximum "
+        "concurrency {:.2f}x at {} tokens\n",
+        row.label, p.reference_tokens,
+        static_cast<double>(p.reference_tokens) /
+            static_cast<double>(o.context_tokens),
+        o.context_tokens);
+  }
 }
 
 }  // namespace hkv::cli
