@@ -216,6 +216,27 @@ TEST_F(ClusterIndexTest, ADroppedInstanceStartsOverFromAGap) {
   EXPECT_EQ(index_->expected_sequence(0), 0u);
 }
 
+TEST_F(ClusterIndexTest, AResyncedInstanceClaimsNothingAndTakesTheNextBatch) {
+  ASSERT_EQ(index_->ApplyBatch(0, 0, Batch(Holding(4, 4)), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  index_->Resync(0);
+  EXPECT_EQ(Match(0), (InstanceMatch{}));
+  EXPECT_EQ(index_->counters(0).clears, 1u);
+  // Batches were lost that no replay brings back: the next one, whatever
+  // its number, starts the stream again (no gap, no replay from 0).
+  EXPECT_EQ(index_->ApplyBatch(0, 9, Batch(Holding(2, 2)), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  EXPECT_EQ(Match(0).hybrid_tokens, 32u);
+  EXPECT_EQ(index_->expected_sequence(0), 10u);
+  EXPECT_EQ(index_->ApplyBatch(0, 11, Batch({}), BatchSource::kLive),
+            BatchOutcome::kGap);
+  // Clear ends a pending resync: its stream starts over from a gap.
+  index_->Resync(1);
+  index_->Clear(1);
+  EXPECT_EQ(index_->ApplyBatch(1, 3, Batch({}), BatchSource::kLive),
+            BatchOutcome::kGap);
+}
+
 TEST_F(ClusterIndexTest, Low64HashesMatchTheSameKeys) {
   index_ = *ClusterIndex::Create({.instance_config = Hybrid(),
                                   .capacity_keys = 1000,

@@ -128,6 +128,12 @@ class ClusterIndex {
   std::optional<std::uint64_t> expected_sequence(std::uint32_t instance) const;
   // Forgets everything the instance holds (a dropped subscription).
   void Clear(std::uint32_t instance);
+  // Forgets everything the instance holds, and takes its next batch,
+  // whatever its number, as the stream's start: for when batches may have
+  // been lost that no replay can bring back (a link dropped on a frame over
+  // its limit). Nothing is claimed until that batch, and only what batches
+  // from it store.
+  void Resync(std::uint32_t instance);
 
   // Per instance, what a prompt of these tokens (and no extra keys) would
   // resume: at most all but its last token, as an engine looks a prompt up.

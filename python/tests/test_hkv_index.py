@@ -375,3 +375,38 @@ def test_hkv_index_usage_errors_exit_2(args, message):
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
+
+
+def test_hkv_index_forgets_what_a_frame_over_its_limit_cost():
+    """A legitimate batch over the index's frame limit (a multi-million
+    token prompt) drops the link and is lost, replay included. What the
+    engine does next (here: a prefix-cache reset) may then come before any
+    later batch reveals the gap, so the index must not keep answering from
+    what it held: the engine's own lookup says 0, and so must the index,
+    within a bounded time, with no further batch."""
+    engine = Engine()
+    engine.kv = hkv.KVCacheManager(groups=GROUPS, num_blocks=200_000,
+                                   key_function="sha256_cbor",
+                                   enable_kv_cache_events=True)
+    index = None
+    try:
+        index = Index([f"{engine.publisher.endpoint},"
+                       f"{engine.publisher.replay_endpoint}"])
+        join(index, 0, engine.publish)
+        engine.prefill("a", PROMPT, [64, 136])
+        wait_until(lambda: matches(index, QUERY)[0] == engine.lookup(QUERY),
+                   "the index to learn the prompt")
+        assert engine.lookup(QUERY)["attention_tokens"] > 0
+        # Token ids above 2^16: 5 msgpack bytes each; 2.6M of them make a
+        # BlockStored batch above 16 MiB.
+        huge = [70_000 + i % 1_000_000 for i in range(2_600_000)]
+        engine.prefill("huge", huge, [len(huge)])
+        assert engine.kv.reset_prefix_cache()
+        engine.publish()
+        assert engine.publisher.flush(10.0)
+        assert engine.lookup(QUERY)["attention_tokens"] == 0
+        wait_until(lambda: matches(index, QUERY)[0] == engine.lookup(QUERY),
+                   "the index to stop claiming what the engine dropped")
+    finally:
+        if index is not None:
+            index.stop()

@@ -23,6 +23,9 @@ struct Instance {
   // How its stream encodes hashes; unset until a batch says (auto).
   std::optional<HashEncoding> hashes;
   std::optional<std::uint64_t> expected;  // next sequence number
+  // Cleared after frames may have been lost: the next batch, whatever its
+  // number, starts the stream again.
+  bool resync = false;
   InstanceCounters counters;
 };
 
@@ -205,6 +208,10 @@ BatchOutcome ClusterIndex::ApplyBatch(std::uint32_t instance,
   HKV_REQUIRE(instance < num_instances(), "no such instance");
   Instance& state = impl_->instances[instance];
   InstanceCounters& counters = state.counters;
+  if (state.resync) {
+    state.resync = false;
+    return impl_->Decode(state, sequence, batch, BatchOutcome::kApplied, error);
+  }
   const std::uint64_t expected = state.expected.value_or(0);
   if (sequence == expected) {
     return impl_->Decode(state, sequence, batch, BatchOutcome::kApplied, error);
@@ -246,6 +253,13 @@ void ClusterIndex::Clear(std::uint32_t instance) {
   HKV_REQUIRE(instance < num_instances(), "no such instance");
   impl_->Clear(impl_->instances[instance]);
   impl_->instances[instance].expected.reset();
+  impl_->instances[instance].resync = false;
+}
+
+void ClusterIndex::Resync(std::uint32_t instance) {
+  HKV_REQUIRE(instance < num_instances(), "no such instance");
+  impl_->Clear(impl_->instances[instance]);
+  impl_->instances[instance].resync = true;
 }
 
 std::vector<InstanceMatch> ClusterIndex::Match(

@@ -1,6 +1,8 @@
 #include "index_link.h"
 
+#include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <vector>
 
 #include "hkv/event_publisher.h"
@@ -65,7 +67,25 @@ Result<void> Connect(zmq::socket_t& socket, const std::string& endpoint) {
 InstanceLink::InstanceLink(zmq::context_t& context, std::string replay_endpoint)
     : context_(context),
       sub_(context, zmq::socket_type::sub),
+      monitor_(context, zmq::socket_type::pair),
       replay_endpoint_(std::move(replay_endpoint)) {}
+
+bool InstanceLink::TakeDrops() {
+  bool dropped = false;
+  zmq::message_t event;
+  while (monitor_.recv(event, zmq::recv_flags::dontwait)) {
+    // [event id (2 bytes) + value (4 bytes), endpoint]
+    if (event.size() >= 2) {
+      std::uint16_t id = 0;
+      std::memcpy(&id, event.data(), sizeof id);
+      dropped |= id == ZMQ_EVENT_DISCONNECTED;
+    }
+    while (event.more()) {
+      if (!monitor_.recv(event, zmq::recv_flags::none)) break;
+    }
+  }
+  return dropped;
+}
 
 Result<std::unique_ptr<InstanceLink>> InstanceLink::Connect(
     zmq::context_t& context, const InstanceEndpoints& endpoints,
@@ -76,6 +96,18 @@ Result<std::unique_ptr<InstanceLink>> InstanceLink::Connect(
   link->sub_.set(zmq::sockopt::rcvhwm, kHighWaterMark);
   link->sub_.set(zmq::sockopt::maxmsgsize, kMaxFrameBytes);
   link->sub_.set(zmq::sockopt::subscribe, topic);
+  // One inproc address per link in the process.
+  static std::atomic<std::uint64_t> links{0};
+  const std::string monitor = "inproc://hkv-index-sub-" +
+                              std::to_string(links.fetch_add(1)) + "-monitor";
+  if (zmq_socket_monitor(link->sub_.handle(), monitor.c_str(),
+                         ZMQ_EVENT_DISCONNECTED) != 0) {
+    return Fail(ErrorCode::kIoError,
+                std::string("cannot monitor the SUB socket: ") +
+                    zmq_strerror(zmq_errno()));
+  }
+  link->monitor_.set(zmq::sockopt::linger, 0);
+  link->monitor_.connect(monitor);
   if (Result<void> ok = cli::Connect(link->sub_, endpoints.endpoint); !ok) {
     return tl::unexpected(ok.error());
   }

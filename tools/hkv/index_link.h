@@ -53,6 +53,14 @@ class InstanceLink {
 
   // The SUB socket, for zmq_poll.
   zmq::socket_t& sub() { return sub_; }
+  // The SUB socket's monitor, for zmq_poll: readable when its connection
+  // dropped (TakeDrops).
+  zmq::socket_t& monitor() { return monitor_; }
+  // Reads the monitor's pending events (never blocks); returns whether the
+  // SUB connection dropped since the last call: a frame over the limit
+  // (ZeroMQ then drops the connection and reconnects) or the publisher
+  // gone, so that frames may be lost that no later batch reveals.
+  bool TakeDrops();
   bool has_replay() const { return !replay_endpoint_.empty(); }
 
   // The next message if one is waiting (never blocks); frames past the
@@ -73,6 +81,7 @@ class InstanceLink {
 
   zmq::context_t& context_;
   zmq::socket_t sub_;
+  zmq::socket_t monitor_;  // a PAIR reading sub_'s ZMQ_EVENT_DISCONNECTED
   std::string replay_endpoint_;
   std::optional<zmq::socket_t> dealer_;  // set when replay_endpoint_ is
 };

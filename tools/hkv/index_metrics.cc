@@ -93,6 +93,11 @@ const std::vector<PerInstance>& PerInstanceCounters() {
        "PUB messages dropped for their shape (not 3 frames, or a sequence "
        "number not 8 bytes).",
        [](const M& m) { return m.link.bad_messages; }},
+      {"hkv_index_link_drops_total",
+       "SUB connections dropped (a frame over the limit, the publisher "
+       "gone): frames may be lost; a replay follows, and the instance is "
+       "cleared unless it completes.",
+       [](const M& m) { return m.link.link_drops; }},
   };
   return counters;
 }

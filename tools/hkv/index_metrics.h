@@ -51,6 +51,7 @@ struct LinkCounters {
   std::uint64_t replays = 0;          // replay requests sent
   std::uint64_t replay_failures = 0;  // unanswered, cut short or malformed
   std::uint64_t bad_messages = 0;     // PUB messages of the wrong shape
+  std::uint64_t link_drops = 0;       // SUB connections dropped
 };
 
 struct InstanceMetrics {

@@ -6,6 +6,7 @@
 #include <new>
 #include <thread>
 
+#include "hkv/event_publisher.h"
 #include "index_query.h"
 
 namespace hkv::cli {
@@ -54,6 +55,7 @@ Result<std::unique_ptr<IndexService>> IndexService::Create(
     service->links_.push_back(std::move(*link));
   }
   service->last_live_.resize(service->links_.size());
+  service->replayed_through_.resize(service->links_.size());
   if (options.zmq_bind.empty()) return service;
   zmq::socket_t& rep =
       service->rep_.emplace(service->context_, zmq::socket_type::rep);
@@ -77,17 +79,28 @@ std::optional<std::string> IndexService::zmq_endpoint() const {
 
 void IndexService::Run(const std::atomic<bool>& stop,
                        std::optional<Clock::time_point> deadline) {
+  // Every SUB socket, then every monitor, then the REP socket.
+  const std::size_t n = links_.size();
   std::vector<zmq::pollitem_t> items;
   for (const auto& link : links_) {
     items.push_back({link->sub().handle(), 0, ZMQ_POLLIN, 0});
+  }
+  for (const auto& link : links_) {
+    items.push_back({link->monitor().handle(), 0, ZMQ_POLLIN, 0});
   }
   if (rep_) items.push_back({rep_->handle(), 0, ZMQ_POLLIN, 0});
   while (!stop.load() && (!deadline || Clock::now() < *deadline)) {
     try {
       for (zmq::pollitem_t& item : items) item.revents = 0;
       zmq::poll(items, kPollInterval);
-      for (std::uint32_t i = 0; i < links_.size(); ++i) {
+      for (std::uint32_t i = 0; i < n; ++i) {
         if ((items[i].revents & ZMQ_POLLIN) != 0) ReceiveFrom(i);
+      }
+      for (std::uint32_t i = 0; i < n; ++i) {
+        if ((items[n + i].revents & ZMQ_POLLIN) != 0 &&
+            links_[i]->TakeDrops()) {
+          OnLinkDropped(i);
+        }
       }
       if (rep_ && (items.back().revents & ZMQ_POLLIN) != 0) AnswerQueries();
     } catch (const zmq::error_t& e) {
@@ -119,6 +132,12 @@ void IndexService::OnBatch(std::uint32_t instance, std::uint64_t sequence,
                            const std::string& batch) {
   const std::optional<std::uint64_t> previous = last_live_[instance];
   last_live_[instance] = sequence;
+  std::optional<std::uint64_t>& replayed = replayed_through_[instance];
+  if (replayed && sequence <= *replayed &&
+      (!previous || sequence > *previous)) {
+    return;  // applied by the replay after a dropped link
+  }
+  replayed.reset();
   Error error;
   const BatchOutcome outcome =
       state_.Apply(instance, sequence, batch, BatchSource::kLive, &error);
@@ -163,6 +182,43 @@ void IndexService::FillGap(std::uint32_t instance, std::uint64_t sequence,
   Note(instance, sequence,
        state_.Apply(instance, sequence, batch, BatchSource::kReplay, &error),
        error);
+}
+
+void IndexService::OnLinkDropped(std::uint32_t instance) {
+  state_.CountLinkDrop(instance);
+  InstanceLink& link = *links_[instance];
+  const std::uint64_t from = state_.expected_sequence(instance).value_or(0);
+  std::string how = "no replay endpoint";
+  if (link.has_replay()) {
+    // Everything the publisher kept from the next expected batch on; the
+    // live copies still queued are skipped (OnBatch).
+    const ReplayEnd end = link.Replay(
+        from, replay_limits_, [&](std::uint64_t s, std::string_view b) {
+          Error error;
+          Note(instance, s,
+               state_.Apply(instance, s, b, BatchSource::kReplay, &error),
+               error);
+          replayed_through_[instance] = s;
+        });
+    state_.CountReplay(instance, end == ReplayEnd::kComplete);
+    if (end == ReplayEnd::kComplete) {
+      log_.Say(
+          fmt::format("instance {} ({}): link dropped; replayed from "
+                      "batch {}",
+                      instance, state_.endpoint(instance), from));
+      return;
+    }
+    how = std::string("replay from batch ") + std::to_string(from) + " " +
+          EndText(end);
+  }
+  // Frames may be lost that no replay brings back: claim nothing until
+  // the stream's next batch, and only what it and later ones store.
+  state_.Resync(instance);
+  replayed_through_[instance].reset();
+  log_.Say(fmt::format(
+      "instance {} ({}): link dropped (a frame over {} "
+      "bytes, or the publisher gone); {}: cleared",
+      instance, state_.endpoint(instance), kMaxEventBatchBytes, how));
 }
 
 void IndexService::Note(std::uint32_t instance, std::uint64_t sequence,

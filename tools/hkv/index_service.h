@@ -11,8 +11,13 @@
 // missed the removal of. Replayed batches past the live one are skipped:
 // the SUB socket holds them, and a live batch below the next expected
 // number would read as a restart. An instance without a replay endpoint
-// takes the kHistoryLost path at once. Malformed messages are counted and
-// dropped. Each incident is logged (rate-limited).
+// takes the kHistoryLost path at once. A dropped SUB connection (its
+// monitor says so: a frame over the limit, the publisher gone) may have lost
+// frames that no later batch reveals: a replay from the next expected
+// number follows at once, all of it applied (live copies still queued are
+// skipped), and unless it completes the instance is resynced
+// (ClusterIndex::Resync). Malformed messages are counted and dropped. Each
+// incident is logged (rate-limited).
 //
 // Thread-compatible: Run() on one thread; the IndexState it feeds may be
 // read from any.
@@ -72,6 +77,7 @@ class IndexService {
                const std::string& batch);
   void FillGap(std::uint32_t instance, std::uint64_t sequence,
                const std::string& batch);
+  void OnLinkDropped(std::uint32_t instance);
   void Note(std::uint32_t instance, std::uint64_t sequence,
             BatchOutcome outcome, const Error& error);
   void AnswerQueries();
@@ -83,6 +89,9 @@ class IndexService {
   std::vector<std::unique_ptr<InstanceLink>> links_;
   // Per instance, the last live batch's number (for the log).
   std::vector<std::optional<std::uint64_t>> last_live_;
+  // Per instance, the last batch a replay after a dropped link applied:
+  // live batches up to it still queued in the SUB socket are skipped.
+  std::vector<std::optional<std::uint64_t>> replayed_through_;
   std::optional<zmq::socket_t> rep_;
   std::optional<std::string> zmq_endpoint_;
 };

@@ -48,6 +48,16 @@ void IndexState::CountReplay(std::uint32_t instance, bool answered) {
   if (!answered) ++links_.at(instance).replay_failures;
 }
 
+void IndexState::CountLinkDrop(std::uint32_t instance) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  ++links_.at(instance).link_drops;
+}
+
+void IndexState::Resync(std::uint32_t instance) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  index_->Resync(instance);
+}
+
 QueryReply IndexState::Refuse(const std::string& message) {
   {
     const std::lock_guard<std::mutex> lock(mutex_);
