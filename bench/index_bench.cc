@@ -145,5 +145,34 @@ BENCHMARK(BM_Index_Query128kTokens)
     ->Arg(1'000'000)
     ->Unit(benchmark::kMicrosecond);
 
+// One batch storing the same key `copies` times (a hostile or a very
+// repetitive engine): each copy is a key the index holds until its removal,
+// so applying the batch must be linear in its length.
+void BM_Index_ApplyRepeatedKey(benchmark::State& state) {
+  const auto copies = static_cast<std::size_t>(state.range(0));
+  Result<std::unique_ptr<ClusterIndex>> index = ClusterIndex::Create(
+      {.instance_config = bench::HybridOfThreeGroups(),
+       .capacity_keys = static_cast<std::uint32_t>(copies)},
+      1);
+  if (!index) {
+    state.SkipWithError("cannot make the index");
+    return;
+  }
+  const std::vector<KvEvent> batch = {BlockStored{
+      .block_hashes = std::vector<BlockHash>(copies, Filler(1)),
+      .group = GroupId{0}}};
+  for (auto _ : state) {
+    (*index)->Clear(0);
+    if (!(*index)->Apply(0, batch)) state.SkipWithError("apply failed");
+  }
+  state.SetItemsProcessed(state.iterations() *
+                          static_cast<std::int64_t>(copies));
+}
+BENCHMARK(BM_Index_ApplyRepeatedKey)
+    ->ArgName("copies")
+    ->Arg(10'000)
+    ->Arg(100'000)
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace hkv

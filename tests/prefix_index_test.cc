@@ -191,3 +191,44 @@ TEST(PrefixIndexTest, OneKeyPerBlockNeverGrowsTheTable) {
 
 }  // namespace
 }  // namespace hkv::internal
+
+namespace hkv::internal {
+namespace {
+
+// A key registered for many blocks keeps them in insertion order whichever
+// end goes, and a block's move into its record (its first key erased) keeps
+// the key's link to its last registration.
+TEST(PrefixIndexTest, AKeyOfManyBlocksKeepsItsOrderAtBothEnds) {
+  constexpr std::uint32_t kBlocks = 2000;
+  PrefixIndex index(kBlocks + 1);
+  const PrefixKey popular = MakeKey(5, 1, 0);
+  const PrefixKey alias = MakeKey(9, 2, 0);
+  for (std::uint32_t b = 1; b <= kBlocks; ++b) {
+    index.Insert(popular, BlockId{b});
+  }
+  // Block 7's second key; its first (popular) goes below, and alias moves
+  // into the block's record.
+  index.Insert(alias, BlockId{7});
+  index.Insert(alias, BlockId{8});
+  ASSERT_TRUE(index.CheckInvariants());
+  EXPECT_EQ(index.Find(popular), BlockId{1});
+  ASSERT_TRUE(index.Erase(popular, BlockId{1}));  // the first
+  EXPECT_EQ(index.Find(popular), BlockId{2});
+  ASSERT_TRUE(index.Erase(popular, BlockId{kBlocks}));  // the last
+  ASSERT_TRUE(index.Erase(popular, BlockId{7}));        // alias moves
+  ASSERT_TRUE(index.CheckInvariants());
+  EXPECT_EQ(index.Find(alias), BlockId{7});
+  index.Insert(popular, BlockId{1});  // after kBlocks - 1, the new last
+  ASSERT_TRUE(index.CheckInvariants());
+  for (std::uint32_t b = 2; b < kBlocks; ++b) {
+    if (b == 7) continue;
+    ASSERT_EQ(index.Find(popular), BlockId{b});
+    ASSERT_TRUE(index.Erase(popular, BlockId{b}));
+  }
+  EXPECT_EQ(index.Find(popular), BlockId{1});
+  EXPECT_TRUE(index.CheckInvariants());
+  EXPECT_EQ(index.NumEntries(), 3u);  // popular at 1, alias at 7 and 8
+}
+
+}  // namespace
+}  // namespace hkv::internal

@@ -68,9 +68,11 @@ void PrefixIndex::Insert(const PrefixKey& key, BlockId block) {
   ++num_entries_;
   Slot& slot = slots_[SlotOf(key)];
   if (slot.ref != kNone) {
-    std::uint32_t last = slot.ref;
-    while (Reg(last).next_dup != kNone) last = Reg(last).next_dup;
+    Registration& first = Reg(slot.ref);
+    const std::uint32_t last =
+        first.last_dup != kNone ? first.last_dup : slot.ref;
     Reg(last).next_dup = ref;
+    first.last_dup = ref;
     return;
   }
   slot = {.tag = TagOf(key), .ref = ref};
@@ -113,8 +115,16 @@ bool PrefixIndex::Erase(const PrefixKey& key, BlockId block) {
   const std::uint32_t next = Reg(ref).next_dup;
   if (previous != kNone) {
     Reg(previous).next_dup = next;
+    if (next == kNone) {  // the last one goes: its predecessor is last now
+      Registration& first = Reg(slots_[i].ref);
+      first.last_dup = previous == slots_[i].ref ? kNone : previous;
+    }
   } else if (next != kNone) {
-    slots_[i].ref = next;  // the next-inserted block comes first now
+    // The next-inserted block comes first now, and keeps the last link.
+    const std::uint32_t last = Reg(ref).last_dup;
+    slots_[i].ref = next;
+    Reg(next).last_dup = last == next ? kNone : last;
+    Reg(ref).last_dup = kNone;
   } else {
     RemoveSlot(i);
     --size_;
@@ -155,12 +165,13 @@ void PrefixIndex::Repoint(const PrefixKey& key, std::uint32_t from,
                           std::uint32_t to) {
   Slot& slot = slots_[SlotOf(key)];
   if (slot.ref == from) {
-    slot.ref = to;
+    slot.ref = to;  // the registration moved with its last link
     return;
   }
   std::uint32_t previous = slot.ref;
   while (Reg(previous).next_dup != from) previous = Reg(previous).next_dup;
   Reg(previous).next_dup = to;
+  if (Reg(slot.ref).last_dup == from) Reg(slot.ref).last_dup = to;
 }
 
 void PrefixIndex::EraseKeysOf(BlockId block) {
@@ -235,8 +246,15 @@ bool PrefixIndex::ChainsHold() const {
     ++keys;
     const PrefixKey& key = Reg(slot.ref).key;
     if (slot.tag != TagOf(key) || SlotOf(key) != i) return false;
+    std::uint32_t last = slot.ref;
     for (std::uint32_t ref = slot.ref; ref != kNone; ref = Reg(ref).next_dup) {
       if (!(Reg(ref).key == key) || ++entries > num_entries_) return false;
+      if (ref != slot.ref && Reg(ref).last_dup != kNone) return false;
+      last = ref;
+    }
+    // The first registration links to the last (none when alone).
+    if (Reg(slot.ref).last_dup != (last == slot.ref ? kNone : last)) {
+      return false;
     }
   }
   return keys == size_ && entries == num_entries_;

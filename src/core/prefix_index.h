@@ -13,8 +13,10 @@
 //    group; the home slot is the tag's low bits) and a reference to the
 //    registration of the key's first-inserted block. The table doubles only
 //    past 1/2 full, which takes more than 4/3 keys per block.
-//  - records: one per block, 44 bytes: the block's first registered key,
-//    the link to its next key and the link to the key's next block. A slot
+//  - records: one per block, 48 bytes: the block's first registered key,
+//    the link to its next key, the link to the key's next block and, in a
+//    key's first registration, the link to its last (so that registering
+//    one more block under a popular key is O(1), not a walk). A slot
 //    is verified against the whole key in the record it references, so the
 //    slot need not hold the key.
 //  - nodes: a block's further keys (aliases), from a free list; they grow
@@ -100,7 +102,7 @@ class PrefixIndex {
   // blocks, a block holds a few keys.
   bool Contains(const PrefixKey& key, BlockId block) const;
   // Registers `block` under `key` after any blocks already there, and after
-  // the block's other keys. O(blocks under `key` + keys of `block`).
+  // the block's other keys. O(keys of `block`).
   // REQUIRES: block is neither the null block nor past num_blocks.
   void Insert(const PrefixKey& key, BlockId block);
   // Unregisters `block` from `key`; a no-op when it is not registered there.
@@ -159,6 +161,9 @@ class PrefixIndex {
     PrefixKey key;
     std::uint32_t next_key = kNone;        // the block's next key
     std::uint32_t next_dup = kFreeRecord;  // the key's next block
+    // In the key's first registration: its last one (kNone when it is the
+    // only one). kNone in every other.
+    std::uint32_t last_dup = kNone;
   };
   struct Node {
     Registration reg;
