@@ -158,9 +158,9 @@ void BM_Index_ApplyRepeatedKey(benchmark::State& state) {
     state.SkipWithError("cannot make the index");
     return;
   }
-  const std::vector<KvEvent> batch = {BlockStored{
-      .block_hashes = std::vector<BlockHash>(copies, Filler(1)),
-      .group = GroupId{0}}};
+  const std::vector<KvEvent> batch = {
+      BlockStored{.block_hashes = std::vector<BlockHash>(copies, Filler(1)),
+                  .group = GroupId{0}}};
   for (auto _ : state) {
     (*index)->Clear(0);
     if (!(*index)->Apply(0, batch)) state.SkipWithError("apply failed");
