@@ -126,14 +126,20 @@ TEST_F(ClusterIndexTest, AGapIsReportedAndAReplayFillsIt) {
   EXPECT_EQ(index_->ApplyBatch(0, 2, second, BatchSource::kLive),
             BatchOutcome::kGap);
   EXPECT_EQ(index_->expected_sequence(0), 1u);
-  EXPECT_EQ(Match(0).hybrid_tokens, 32u);
+  // Batch 1 may have removed what batch 0 stored: until the gap is filled
+  // the instance claims nothing (it holds batch 0's keys still).
+  EXPECT_TRUE(index_->held(0));
+  EXPECT_EQ(Match(0), (InstanceMatch{}));
+  EXPECT_EQ(index_->ResidentKeys(0)[0], 2u);
   // The replay answers from 1; a batch it repeats is ignored.
   EXPECT_EQ(index_->ApplyBatch(0, 1, Batch({}), BatchSource::kReplay),
             BatchOutcome::kApplied);
+  EXPECT_TRUE(index_->held(0));  // not yet at batch 2
   EXPECT_EQ(index_->ApplyBatch(0, 2, second, BatchSource::kReplay),
             BatchOutcome::kApplied);
   EXPECT_EQ(index_->ApplyBatch(0, 2, second, BatchSource::kReplay),
             BatchOutcome::kDuplicate);
+  EXPECT_FALSE(index_->held(0));
   EXPECT_EQ(Match(0).hybrid_tokens, 64u);
   const InstanceCounters& counters = index_->counters(0);
   EXPECT_EQ(counters.gaps, 1u);
@@ -235,6 +241,26 @@ TEST_F(ClusterIndexTest, AResyncedInstanceClaimsNothingAndTakesTheNextBatch) {
   index_->Clear(1);
   EXPECT_EQ(index_->ApplyBatch(1, 3, Batch({}), BatchSource::kLive),
             BatchOutcome::kGap);
+}
+
+TEST_F(ClusterIndexTest, AHeldInstanceClaimsNothingUntilReleased) {
+  ASSERT_EQ(index_->ApplyBatch(0, 0, Batch(Holding(4, 4)), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  ASSERT_EQ(index_->ApplyBatch(1, 0, Batch(Holding(2, 2)), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  index_->Hold(0);
+  EXPECT_EQ(Match(0), (InstanceMatch{}));
+  EXPECT_EQ(Match(1).hybrid_tokens, 32u);  // only the held one
+  // Batches applied in order do not release an open hold.
+  EXPECT_EQ(index_->ApplyBatch(0, 1, Batch({}), BatchSource::kReplay),
+            BatchOutcome::kApplied);
+  EXPECT_TRUE(index_->held(0));
+  index_->Release(0);
+  EXPECT_EQ(Match(0).hybrid_tokens, 64u);
+  // Resync and Clear end a hold (the instance then holds nothing).
+  index_->Hold(1);
+  index_->Resync(1);
+  EXPECT_FALSE(index_->held(1));
 }
 
 TEST_F(ClusterIndexTest, Low64HashesMatchTheSameKeys) {

@@ -7,8 +7,9 @@
 //
 // The index never claims more than an instance holds, provided it saw every
 // removal: keys past the capacity are forgotten least recently stored first,
-// and a batch that cannot be read, an engine restart or a gap replay cannot
-// fill clears the instance (docs/cluster.md). Forgetting only shortens
+// a batch that cannot be read, an engine restart or a gap replay cannot
+// fill clears the instance, and from a gap's discovery until it is filled
+// the instance claims nothing (docs/cluster.md). Forgetting only shortens
 // answers. Engines must publish incremental reports
 // (EventReport::kIncremental): a kFull re-announcement of a reused hit is
 // counted as one more copy that no removal matches.
@@ -70,7 +71,9 @@ enum class BatchOutcome {
   // Already applied (a replay repeating it): ignored.
   kDuplicate,
   // Live, past the next expected number: not applied. Ask the replay
-  // socket for expected_sequence() onwards.
+  // socket for expected_sequence() onwards. Until a batch numbered at least
+  // this one is applied (the replay filled the gap) the instance is held:
+  // it claims nothing, since the missing batches may have removed keys.
   kGap,
   // Live, numbered 0 below the next expected number: the engine restarted.
   // The instance was cleared, then the batch applied. (Past 0 the instance
@@ -134,6 +137,13 @@ class ClusterIndex {
   // its limit). Nothing is claimed until that batch, and only what batches
   // from it store.
   void Resync(std::uint32_t instance);
+  // Holds the instance (it claims nothing) until Release, a Clear or
+  // Resync, or a kGap's batch: for while batches may be missing that a
+  // repair under way will bring (a replay after a dropped link).
+  void Hold(std::uint32_t instance);
+  void Release(std::uint32_t instance);
+  // Whether the instance is held (a gap not yet filled, or Hold).
+  bool held(std::uint32_t instance) const;
 
   // Per instance, what a prompt of these tokens (and no extra keys) would
   // resume: at most all but its last token, as an engine looks a prompt up.

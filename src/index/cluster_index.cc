@@ -26,6 +26,10 @@ struct Instance {
   // Cleared after frames may have been lost: the next batch, whatever its
   // number, starts the stream again.
   bool resync = false;
+  // While set, the instance claims nothing: its state may lack removals
+  // (a gap not yet filled); released once a batch numbered at least this
+  // is applied, or by Release.
+  std::optional<std::uint64_t> held_until;
   InstanceCounters counters;
 };
 
@@ -56,6 +60,7 @@ struct ClusterIndex::Impl {
   // encoding, which one its stream uses: a restarted engine may change it).
   void Clear(Instance& instance) {
     instance.mirror->Clear();
+    instance.held_until.reset();
     instance.hashes = options.hashes;
     ++instance.counters.clears;
   }
@@ -141,6 +146,9 @@ struct ClusterIndex::Impl {
       return BatchOutcome::kRejected;
     }
     ++instance.counters.batches;
+    if (instance.held_until && sequence >= *instance.held_until) {
+      instance.held_until.reset();
+    }
     return success;
   }
 };
@@ -236,11 +244,28 @@ BatchOutcome ClusterIndex::ApplyBatch(std::uint32_t instance,
                            error);
     }
     ++counters.gaps;
+    state.held_until = sequence;
     return BatchOutcome::kGap;
   }
   ++counters.gaps;
   if (!state.expected) state.expected = 0;
+  state.held_until = sequence;
   return BatchOutcome::kGap;
+}
+
+void ClusterIndex::Hold(std::uint32_t instance) {
+  HKV_REQUIRE(instance < num_instances(), "no such instance");
+  impl_->instances[instance].held_until = ~std::uint64_t{0};
+}
+
+void ClusterIndex::Release(std::uint32_t instance) {
+  HKV_REQUIRE(instance < num_instances(), "no such instance");
+  impl_->instances[instance].held_until.reset();
+}
+
+bool ClusterIndex::held(std::uint32_t instance) const {
+  HKV_REQUIRE(instance < num_instances(), "no such instance");
+  return impl_->instances[instance].held_until.has_value();
 }
 
 std::optional<std::uint64_t> ClusterIndex::expected_sequence(
@@ -291,6 +316,10 @@ Result<std::vector<InstanceMatch>> ClusterIndex::MatchKeys(
   std::vector<InstanceMatch> matches;
   matches.reserve(impl_->instances.size());
   for (const Instance& instance : impl_->instances) {
+    if (instance.held_until) {  // it may lack removals: claim nothing
+      matches.push_back({});
+      continue;
+    }
     const CacheHit hit = instance.mirror->FindLongestHit(
         instance.hashes == HashEncoding::kLow64 ? low64 : keys, max_tokens);
     matches.push_back({.hybrid_tokens = hit.num_tokens,

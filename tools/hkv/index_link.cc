@@ -1,5 +1,6 @@
 #include "index_link.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -49,6 +50,22 @@ std::size_t ReadMessage(zmq::socket_t& socket, zmq::message_t first,
     if (frames.size() < kFrames) frames.push_back(std::move(next));
   }
   return count;
+}
+
+// Whether `socket` became readable within limits.wait, polled in slices of
+// at most 100 ms so that limits.stop is seen.
+bool AnswerWithin(zmq::socket_t& socket, const ReplayLimits& limits) {
+  constexpr std::chrono::milliseconds kSlice{100};
+  const auto deadline = std::chrono::steady_clock::now() + limits.wait;
+  while (limits.stop == nullptr || !limits.stop->load()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::min(left, kSlice));
+    if ((item.revents & ZMQ_POLLIN) != 0) return true;
+  }
+  return false;
 }
 
 Result<void> Connect(zmq::socket_t& socket, const std::string& endpoint) {
@@ -159,11 +176,9 @@ ReplayEnd InstanceLink::Replay(
         return ReplayEnd::kUnanswered;
       }
       for (std::size_t batches = 0;; ++batches) {
-        zmq::pollitem_t item{dealer_->handle(), 0, ZMQ_POLLIN, 0};
-        zmq::poll(&item, 1, limits.wait);
+        if (!AnswerWithin(*dealer_, limits)) return ReplayEnd::kUnanswered;
         zmq::message_t first;
-        if ((item.revents & ZMQ_POLLIN) == 0 ||
-            !dealer_->recv(first, zmq::recv_flags::dontwait)) {
+        if (!dealer_->recv(first, zmq::recv_flags::dontwait)) {
           return ReplayEnd::kUnanswered;
         }
         std::vector<zmq::message_t> frames;

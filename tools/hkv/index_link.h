@@ -10,6 +10,7 @@
 //   while (std::optional<PubMessage> m = (*link)->Receive()) ...
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -38,6 +39,9 @@ enum class ReplayEnd { kComplete, kUnanswered, kTooLong, kMalformed };
 struct ReplayLimits {
   std::chrono::milliseconds wait{2000};  // for each answer message
   std::size_t max_batches = std::size_t{1} << 20;
+  // Set: a replay gives up (kUnanswered) within 100 ms of it turning true
+  // (the service stopping), instead of waiting its full `wait`.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 class InstanceLink {

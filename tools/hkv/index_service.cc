@@ -79,6 +79,7 @@ std::optional<std::string> IndexService::zmq_endpoint() const {
 
 void IndexService::Run(const std::atomic<bool>& stop,
                        std::optional<Clock::time_point> deadline) {
+  replay_limits_.stop = &stop;  // a replay gives up when the service stops
   // Every SUB socket, then every monitor, then the REP socket.
   const std::size_t n = links_.size();
   std::vector<zmq::pollitem_t> items;
@@ -190,6 +191,7 @@ void IndexService::OnLinkDropped(std::uint32_t instance) {
   const std::uint64_t from = state_.expected_sequence(instance).value_or(0);
   std::string how = "no replay endpoint";
   if (link.has_replay()) {
+    state_.Hold(instance);  // it may lack removals until the replay is in
     // Everything the publisher kept from the next expected batch on; the
     // live copies still queued are skipped (OnBatch).
     const ReplayEnd end = link.Replay(
@@ -202,6 +204,7 @@ void IndexService::OnLinkDropped(std::uint32_t instance) {
         });
     state_.CountReplay(instance, end == ReplayEnd::kComplete);
     if (end == ReplayEnd::kComplete) {
+      state_.Release(instance);
       log_.Say(
           fmt::format("instance {} ({}): link dropped; replayed from "
                       "batch {}",
