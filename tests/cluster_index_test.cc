@@ -243,26 +243,6 @@ TEST_F(ClusterIndexTest, AResyncedInstanceClaimsNothingAndTakesTheNextBatch) {
             BatchOutcome::kGap);
 }
 
-TEST_F(ClusterIndexTest, AHeldInstanceClaimsNothingUntilReleased) {
-  ASSERT_EQ(index_->ApplyBatch(0, 0, Batch(Holding(4, 4)), BatchSource::kLive),
-            BatchOutcome::kApplied);
-  ASSERT_EQ(index_->ApplyBatch(1, 0, Batch(Holding(2, 2)), BatchSource::kLive),
-            BatchOutcome::kApplied);
-  index_->Hold(0);
-  EXPECT_EQ(Match(0), (InstanceMatch{}));
-  EXPECT_EQ(Match(1).hybrid_tokens, 32u);  // only the held one
-  // Batches applied in order do not release an open hold.
-  EXPECT_EQ(index_->ApplyBatch(0, 1, Batch({}), BatchSource::kReplay),
-            BatchOutcome::kApplied);
-  EXPECT_TRUE(index_->held(0));
-  index_->Release(0);
-  EXPECT_EQ(Match(0).hybrid_tokens, 64u);
-  // Resync and Clear end a hold (the instance then holds nothing).
-  index_->Hold(1);
-  index_->Resync(1);
-  EXPECT_FALSE(index_->held(1));
-}
-
 TEST_F(ClusterIndexTest, Low64HashesMatchTheSameKeys) {
   index_ = *ClusterIndex::Create({.instance_config = Hybrid(),
                                   .capacity_keys = 1000,

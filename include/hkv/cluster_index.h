@@ -135,14 +135,11 @@ class ClusterIndex {
   // whatever its number, as the stream's start: for when batches may have
   // been lost that no replay can bring back (a link dropped on a frame over
   // its limit). Nothing is claimed until that batch, and only what batches
-  // from it store.
+  // from it store; expected_sequence() is unset meanwhile (a replay from 0
+  // may bring the stream back: its first batch is that start).
   void Resync(std::uint32_t instance);
-  // Holds the instance (it claims nothing) until Release, a Clear or
-  // Resync, or a kGap's batch: for while batches may be missing that a
-  // repair under way will bring (a replay after a dropped link).
-  void Hold(std::uint32_t instance);
-  void Release(std::uint32_t instance);
-  // Whether the instance is held (a gap not yet filled, or Hold).
+  // Whether the instance is held: a gap found and not yet filled (kGap),
+  // so that it claims nothing.
   bool held(std::uint32_t instance) const;
 
   // Per instance, what a prompt of these tokens (and no extra keys) would

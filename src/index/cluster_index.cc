@@ -28,7 +28,7 @@ struct Instance {
   bool resync = false;
   // While set, the instance claims nothing: its state may lack removals
   // (a gap not yet filled); released once a batch numbered at least this
-  // is applied, or by Release.
+  // is applied.
   std::optional<std::uint64_t> held_until;
   InstanceCounters counters;
 };
@@ -253,16 +253,6 @@ BatchOutcome ClusterIndex::ApplyBatch(std::uint32_t instance,
   return BatchOutcome::kGap;
 }
 
-void ClusterIndex::Hold(std::uint32_t instance) {
-  HKV_REQUIRE(instance < num_instances(), "no such instance");
-  impl_->instances[instance].held_until = ~std::uint64_t{0};
-}
-
-void ClusterIndex::Release(std::uint32_t instance) {
-  HKV_REQUIRE(instance < num_instances(), "no such instance");
-  impl_->instances[instance].held_until.reset();
-}
-
 bool ClusterIndex::held(std::uint32_t instance) const {
   HKV_REQUIRE(instance < num_instances(), "no such instance");
   return impl_->instances[instance].held_until.has_value();
@@ -284,6 +274,7 @@ void ClusterIndex::Clear(std::uint32_t instance) {
 void ClusterIndex::Resync(std::uint32_t instance) {
   HKV_REQUIRE(instance < num_instances(), "no such instance");
   impl_->Clear(impl_->instances[instance]);
+  impl_->instances[instance].expected.reset();
   impl_->instances[instance].resync = true;
 }
 

@@ -95,8 +95,7 @@ const std::vector<PerInstance>& PerInstanceCounters() {
        [](const M& m) { return m.link.bad_messages; }},
       {"hkv_index_link_drops_total",
        "SUB connections dropped (a frame over the limit, the publisher "
-       "gone): frames may be lost; a replay follows, and the instance is "
-       "cleared unless it completes.",
+       "gone or restarted): frames may be lost; the instance was cleared.",
        [](const M& m) { return m.link.link_drops; }},
   };
   return counters;

@@ -19,6 +19,11 @@ constexpr std::chrono::milliseconds kPollInterval{100};
 // another's flood.
 constexpr int kMessagesPerPass = 256;
 constexpr int kQueriesPerPass = 16;
+// An instance silent this long is probed (a replay from its next number);
+// an unanswered probe doubles the wait, up to kMaxProbeEvery.
+constexpr std::chrono::milliseconds kProbeEvery{1000};
+constexpr std::chrono::milliseconds kMaxProbeEvery{60'000};
+constexpr std::chrono::milliseconds kProbeWait{200};
 
 const char* EndText(ReplayEnd end) {
   switch (end) {
@@ -56,6 +61,8 @@ Result<std::unique_ptr<IndexService>> IndexService::Create(
   }
   service->last_live_.resize(service->links_.size());
   service->replayed_through_.resize(service->links_.size());
+  service->last_heard_.assign(service->links_.size(), Clock::now());
+  service->probe_every_.assign(service->links_.size(), kProbeEvery);
   if (options.zmq_bind.empty()) return service;
   zmq::socket_t& rep =
       service->rep_.emplace(service->context_, zmq::socket_type::rep);
@@ -103,6 +110,9 @@ void IndexService::Run(const std::atomic<bool>& stop,
           OnLinkDropped(i);
         }
       }
+      for (std::uint32_t i = 0; i < n; ++i) {
+        if (Clock::now() - last_heard_[i] >= probe_every_[i]) ProbeIdle(i);
+      }
       if (rep_ && (items.back().revents & ZMQ_POLLIN) != 0) AnswerQueries();
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;  // a signal: look at `stop`
@@ -133,6 +143,7 @@ void IndexService::OnBatch(std::uint32_t instance, std::uint64_t sequence,
                            const std::string& batch) {
   const std::optional<std::uint64_t> previous = last_live_[instance];
   last_live_[instance] = sequence;
+  last_heard_[instance] = Clock::now();
   std::optional<std::uint64_t>& replayed = replayed_through_[instance];
   if (replayed && sequence <= *replayed &&
       (!previous || sequence > *previous)) {
@@ -187,41 +198,49 @@ void IndexService::FillGap(std::uint32_t instance, std::uint64_t sequence,
 
 void IndexService::OnLinkDropped(std::uint32_t instance) {
   state_.CountLinkDrop(instance);
-  InstanceLink& link = *links_[instance];
-  const std::uint64_t from = state_.expected_sequence(instance).value_or(0);
-  std::string how = "no replay endpoint";
-  if (link.has_replay()) {
-    state_.Hold(instance);  // it may lack removals until the replay is in
-    // Everything the publisher kept from the next expected batch on; the
-    // live copies still queued are skipped (OnBatch).
-    const ReplayEnd end = link.Replay(
-        from, replay_limits_, [&](std::uint64_t s, std::string_view b) {
-          Error error;
-          Note(instance, s,
-               state_.Apply(instance, s, b, BatchSource::kReplay, &error),
-               error);
-          replayed_through_[instance] = s;
-        });
-    state_.CountReplay(instance, end == ReplayEnd::kComplete);
-    if (end == ReplayEnd::kComplete) {
-      state_.Release(instance);
-      log_.Say(
-          fmt::format("instance {} ({}): link dropped; replayed from "
-                      "batch {}",
-                      instance, state_.endpoint(instance), from));
-      return;
-    }
-    how = std::string("replay from batch ") + std::to_string(from) + " " +
-          EndText(end);
-  }
-  // Frames may be lost that no replay brings back: claim nothing until
-  // the stream's next batch, and only what it and later ones store.
+  // Frames sent while ZeroMQ reconnects are lost, and a replay cannot tell
+  // a publisher that restarted (its numbers start again) from one that
+  // did not: claim nothing until the stream's next batch, and only what it
+  // and later ones store. The next probe asks the history from 0.
   state_.Resync(instance);
   replayed_through_[instance].reset();
-  log_.Say(fmt::format(
-      "instance {} ({}): link dropped (a frame over {} "
-      "bytes, or the publisher gone); {}: cleared",
-      instance, state_.endpoint(instance), kMaxEventBatchBytes, how));
+  log_.Say(
+      fmt::format("instance {} ({}): link dropped (a frame over {} "
+                  "bytes, or the publisher gone): cleared",
+                  instance, state_.endpoint(instance), kMaxEventBatchBytes));
+}
+
+void IndexService::ProbeIdle(std::uint32_t instance) {
+  last_heard_[instance] = Clock::now();
+  InstanceLink& link = *links_[instance];
+  if (!link.has_replay()) return;
+  // Unset: never heard, or resynced after a dropped link: the history from
+  // its start (a late join, or a restarted publisher's new stream).
+  const std::uint64_t from = state_.expected_sequence(instance).value_or(0);
+  ReplayLimits limits = replay_limits_;
+  limits.wait = kProbeWait;
+  std::uint64_t missed = 0;
+  const ReplayEnd end =
+      link.Replay(from, limits, [&](std::uint64_t s, std::string_view b) {
+        Error error;
+        Note(instance, s,
+             state_.Apply(instance, s, b, BatchSource::kReplay, &error), error);
+        replayed_through_[instance] = s;
+        ++missed;
+      });
+  if (end != ReplayEnd::kComplete) {
+    probe_every_[instance] =
+        std::min(2 * probe_every_[instance], kMaxProbeEvery);
+    return;
+  }
+  probe_every_[instance] = kProbeEvery;
+  if (missed > 0) {
+    state_.CountReplay(instance, true);
+    log_.Say(
+        fmt::format("instance {} ({}): {} batches from {} not heard "
+                    "live: replayed",
+                    instance, state_.endpoint(instance), missed, from));
+  }
 }
 
 void IndexService::Note(std::uint32_t instance, std::uint64_t sequence,

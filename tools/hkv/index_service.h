@@ -12,12 +12,16 @@
 // the SUB socket holds them, and a live batch below the next expected
 // number would read as a restart. An instance without a replay endpoint
 // takes the kHistoryLost path at once. A dropped SUB connection (its
-// monitor says so: a frame over the limit, the publisher gone) may have lost
-// frames that no later batch reveals: a replay from the next expected
-// number follows at once, all of it applied (live copies still queued are
-// skipped), and unless it completes the instance is resynced
-// (ClusterIndex::Resync). Malformed messages are counted and dropped. Each
-// incident is logged (rate-limited).
+// monitor says so: a frame over the limit, the publisher gone or
+// restarted) may have lost frames that no later batch reveals, and a replay
+// cannot tell a restarted publisher from the old one: the instance is
+// resynced at once (ClusterIndex::Resync). A batch lost without a drop (a
+// publisher's queue overflowing) shows only when the next one comes, which an
+// idle engine never sends: so an instance silent for a second is probed, a
+// replay request from its next expected number, that applies whatever it
+// missed (live copies still queued are skipped; unanswered probes back off
+// to a minute). Malformed messages are
+// counted and dropped. Each incident is logged (rate-limited).
 //
 // Thread-compatible: Run() on one thread; the IndexState it feeds may be
 // read from any.
@@ -78,6 +82,7 @@ class IndexService {
   void FillGap(std::uint32_t instance, std::uint64_t sequence,
                const std::string& batch);
   void OnLinkDropped(std::uint32_t instance);
+  void ProbeIdle(std::uint32_t instance);
   void Note(std::uint32_t instance, std::uint64_t sequence,
             BatchOutcome outcome, const Error& error);
   void AnswerQueries();
@@ -92,6 +97,10 @@ class IndexService {
   // Per instance, the last batch a replay after a dropped link applied:
   // live batches up to it still queued in the SUB socket are skipped.
   std::vector<std::optional<std::uint64_t>> replayed_through_;
+  // Per instance, when it was last heard (a live batch or a probe), and
+  // how long a silence before the next probe.
+  std::vector<std::chrono::steady_clock::time_point> last_heard_;
+  std::vector<std::chrono::milliseconds> probe_every_;
   std::optional<zmq::socket_t> rep_;
   std::optional<std::string> zmq_endpoint_;
 };

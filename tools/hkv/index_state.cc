@@ -58,16 +58,6 @@ void IndexState::Resync(std::uint32_t instance) {
   index_->Resync(instance);
 }
 
-void IndexState::Hold(std::uint32_t instance) {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  index_->Hold(instance);
-}
-
-void IndexState::Release(std::uint32_t instance) {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  index_->Release(instance);
-}
-
 QueryReply IndexState::Refuse(const std::string& message) {
   {
     const std::lock_guard<std::mutex> lock(mutex_);

@@ -53,10 +53,8 @@ class IndexState {
   void CountReplay(std::uint32_t instance, bool answered);
   // Counts a dropped SUB connection.
   void CountLinkDrop(std::uint32_t instance);
-  // ClusterIndex::Resync, Hold and Release under the lock.
+  // ClusterIndex::Resync under the lock.
   void Resync(std::uint32_t instance);
-  void Hold(std::uint32_t instance);
-  void Release(std::uint32_t instance);
 
   // Answers one query body (index_query.h); a bad one is counted, logged
   // and answered with status 400. O(prompt) outside the lock, O(keys x
