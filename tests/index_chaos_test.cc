@@ -227,8 +227,9 @@ class Chaos {
 
 RC_GTEST_PROP(IndexChaosTest, NoInstanceIsClaimedPastWhatItsEngineHolds, ()) {
   Chaos chaos;
-  // 100 cases of 200 to 400 steps: about 30,000 steps a run, over 10,000
-  // of them faulty (38 % of published batches, and restarts).
+  // 200 to 400 steps a case: about 30,000 steps in RapidCheck's default
+  // 100 cases, over 10,000 of them faulty (38 % of published batches, and
+  // restarts); 300,000 at scripts/test's 1000.
   const auto steps = *rc::gen::inRange(200, 400);
   for (int step = 0; step < steps; ++step) {
     chaos.Step();
