@@ -145,6 +145,96 @@ RC_GTEST_PROP(EventDecodeTest, EveryEncodedBatchDecodesToItsEvents, ()) {
   RC_ASSERT(!DecodeEventBatch(bytes.substr(0, cut), function, hashes));
 }
 
+// The batch with every event as the reference engine writes it since its
+// PR #42892: a map of field names, the tag under "type", nil fields left
+// out (msgspec's omit_defaults), the names in a shuffled order, and a name
+// of a later schema added.
+std::string AsMaps(const std::string& array_batch) {
+  static const std::vector<std::string> stored = {
+      "block_hashes",
+      "parent_block_hash",
+      "token_ids",
+      "block_size",
+      "lora_id",
+      "medium",
+      "lora_name",
+      "extra_keys",
+      "group_idx",
+      "kv_cache_spec_kind",
+      "kv_cache_spec_sliding_window",
+      "locality",
+      "ownership",
+      "session_id",
+      "skipped_parent_block_hash",
+      "skipped_token_ids",
+      "skipped_extra_keys"};
+  static const std::vector<std::string> removed = {
+      "block_hashes", "medium", "group_idx", "locality", "ownership"};
+  const msgpack::object_handle handle =
+      msgpack::unpack(array_batch.data(), array_batch.size());
+  const msgpack::object& batch = handle.get();
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> out(buffer);
+  out.pack_array(batch.via.array.size);
+  out.pack(batch.via.array.ptr[0]);
+  const msgpack::object& events = batch.via.array.ptr[1];
+  out.pack_array(events.via.array.size);
+  for (std::uint32_t i = 0; i < events.via.array.size; ++i) {
+    const msgpack::object& e = events.via.array.ptr[i];
+    const std::string tag = e.via.array.ptr[0].as<std::string>();
+    const std::vector<std::string>& names =
+        tag == "BlockStored" ? stored : removed;
+    std::vector<std::pair<std::string, const msgpack::object*>> fields;
+    for (std::uint32_t f = 1; f < e.via.array.size; ++f) {
+      if (!e.via.array.ptr[f].is_nil()) {
+        fields.emplace_back(names[f - 1], &e.via.array.ptr[f]);
+      }
+    }
+    fields.emplace_back("future_field", nullptr);  // a later schema's
+    const auto order = *rc::gen::unique<std::vector<std::size_t>>(
+        fields.size() + 1, rc::gen::inRange<std::size_t>(0, fields.size() + 1));
+    out.pack_map(static_cast<std::uint32_t>(fields.size() + 1));
+    for (std::size_t k : order) {
+      if (k == fields.size()) {
+        out.pack(std::string("type"));
+        out.pack(tag);
+      } else if (fields[k].second == nullptr) {
+        out.pack(fields[k].first);
+        out.pack(std::string("a field of a later schema"));
+      } else {
+        out.pack(fields[k].first);
+        out.pack(*fields[k].second);
+      }
+    }
+  }
+  for (std::uint32_t i = 2; i < batch.via.array.size; ++i) {
+    out.pack(batch.via.array.ptr[i]);
+  }
+  return {buffer.data(), buffer.size()};
+}
+
+RC_GTEST_PROP(EventDecodeTest, MapEncodedEventsDecodeAsTheirArrays, ()) {
+  const KeyFunction function =
+      *rc::gen::element(KeyFunction::kSha256Cbor, KeyFunction::kXxh3_128Cbor);
+  const HashEncoding hashes =
+      *rc::gen::element(HashEncoding::kBytes, HashEncoding::kLow64);
+  std::vector<KvEvent> events;
+  const int n = *rc::gen::inRange(0, 5);
+  for (int i = 0; i < n; ++i) {
+    events.push_back(GenEvent(DigestSize(function), hashes));
+  }
+  const std::string bytes =
+      AsMaps(EncodeEventBatch(events, 1.5, 3, function, hashes));
+  Result<DecodedBatch> decoded = DecodeEventBatch(bytes, function, hashes);
+  RC_ASSERT(decoded.has_value());
+  RC_ASSERT(decoded->events.size() == events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    RC_ASSERT(SameEvent(decoded->events[i], events[i]));
+  }
+  const std::size_t cut = *rc::gen::inRange<std::size_t>(0, bytes.size());
+  RC_ASSERT(!DecodeEventBatch(bytes.substr(0, cut), function, hashes));
+}
+
 std::string Packed(
     const std::function<void(msgpack::packer<msgpack::sbuffer>&)>& write) {
   msgpack::sbuffer buffer;
@@ -206,6 +296,42 @@ TEST(EventDecodeTest, BadBatchesAreNamed) {
               p.pack_uint32(2);
             })),
             "");
+  // Map-encoded events: no "type", a name twice, a name not a string.
+  const auto map_event = [](const std::function<void(P&)>& body) {
+    return Message(Packed([&](P& p) {
+      p.pack_array(3);
+      p.pack_double(0);
+      p.pack_array(1);
+      body(p);
+      p.pack_uint32(0);
+    }));
+  };
+  EXPECT_EQ(map_event([](P& p) {
+              p.pack_map(1);
+              p.pack(std::string("block_hashes"));
+              p.pack_array(0);
+            }),
+            "bad KV event batch: an event map has no \"type\"");
+  EXPECT_EQ(map_event([](P& p) {
+              p.pack_map(2);
+              p.pack(std::string("type"));
+              p.pack(std::string("AllBlocksCleared"));
+              p.pack(std::string("type"));
+              p.pack(std::string("AllBlocksCleared"));
+            }),
+            "bad KV event batch: an event names field \"type\" twice");
+  EXPECT_EQ(map_event([](P& p) {
+              p.pack_map(1);
+              p.pack_uint32(7);
+              p.pack_uint32(7);
+            }),
+            "bad KV event batch: an event's field name is not a string");
+  EXPECT_EQ(map_event([](P& p) {
+              p.pack_map(1);
+              p.pack(std::string("type"));
+              p.pack(std::string("BlockStored"));
+            }),
+            "bad KV event batch: block_hashes is not an array");
   // An array of 2^32 - 1 items in 5 bytes: refused before any allocation.
   EXPECT_EQ(Message(std::string("\xdd\xff\xff\xff\xff", 5)),
             "bad KV event batch: malformed msgpack (array size overflow)");

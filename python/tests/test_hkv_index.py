@@ -383,6 +383,52 @@ def captured(context, engine, action):
         sub.close(0)
 
 
+STORED = ["block_hashes", "parent_block_hash", "token_ids", "block_size",
+          "lora_id", "medium", "lora_name", "extra_keys", "group_idx",
+          "kv_cache_spec_kind", "kv_cache_spec_sliding_window", "locality",
+          "ownership", "session_id", "skipped_parent_block_hash",
+          "skipped_token_ids", "skipped_extra_keys"]
+REMOVED = ["block_hashes", "medium", "group_idx", "locality", "ownership"]
+
+
+def as_maps(payload):
+    """A batch with each event as the reference engine writes it since its
+    PR #42892: a map of field names with the tag under "type", nil fields
+    left out (msgspec's omit_defaults)."""
+    ts, events, *rest = msgpack.unpackb(payload, raw=False)
+    out = []
+    for event in events:
+        tag, fields = event[0], event[1:]
+        names = STORED if tag == "BlockStored" else REMOVED
+        out.append({"type": tag, **{n: v for n, v in zip(names, fields)
+                                    if v is not None}})
+    return msgpack.packb([ts, out, *rest], use_bin_type=True)
+
+
+def test_hkv_index_reads_map_encoded_events_with_no_flag():
+    context = zmq.Context()
+    raw = RawPublisher(context)
+    index = None
+    try:
+        index = Index([raw.endpoint])
+        join(index, 0, raw.send)
+        engine = Engine()
+        payloads = captured(context, engine,
+                            lambda: engine.prefill("a", PROMPT, [64, 136]))
+        assert any(b"BlockStored" in p for p in payloads)
+        for payload in payloads:
+            raw.send(payload=as_maps(payload))
+        wait_until(lambda: matches(index, QUERY)[0] == engine.lookup(QUERY),
+                   "the index to read the map-encoded batches")
+        assert engine.lookup(QUERY)["attention_tokens"] > 0
+        assert index.value("hkv_index_rejected_batches_total", 0) == 0
+    finally:
+        if index is not None:
+            index.stop()
+        raw.socket.close(0)
+        context.term()
+
+
 def test_gaps_that_no_replay_answers_claim_nothing_and_stop_promptly():
     """A publisher whose replay socket never answers: each gap holds the
     instance (it claims nothing: the lost batches may have removed what it

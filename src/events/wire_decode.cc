@@ -1,5 +1,9 @@
 // Reading event batches back (DecodeEventBatch, hkv/event_publisher.h):
-// msgpack parsed under limits, then every field checked by position.
+// msgpack parsed under limits, then every field checked by position (an
+// event as an array) or by name (as a map: the reference engine since its
+// PR #42892, read into the same positions).
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <msgpack.hpp>
@@ -42,12 +46,83 @@ std::string Text(const Object& o, const char* what) {
   return std::string(o.via.str.ptr, o.via.str.size);
 }
 
+// The fields after the tag, in the array layout's order (docs/events.md).
+constexpr std::array<std::string_view, 17> kStoredFields = {
+    "block_hashes",
+    "parent_block_hash",
+    "token_ids",
+    "block_size",
+    "lora_id",
+    "medium",
+    "lora_name",
+    "extra_keys",
+    "group_idx",
+    "kv_cache_spec_kind",
+    "kv_cache_spec_sliding_window",
+    "locality",
+    "ownership",
+    "session_id",
+    "skipped_parent_block_hash",
+    "skipped_token_ids",
+    "skipped_extra_keys"};
+constexpr std::array<std::string_view, 5> kRemovedFields = {
+    "block_hashes", "medium", "group_idx", "locality", "ownership"};
+
+// A map-encoded event: its tag (under "type") and its fields at the array
+// layout's positions, nil where the map has none (msgspec omits defaults).
+// Names the layout lacks are skipped (a later schema's additions); a name
+// given twice is refused.
+struct MapEvent {
+  std::string tag;
+  std::vector<Object> fields;
+};
+
+MapEvent FromMap(const Object& o) {
+  const std::span<const msgpack::object_kv> entries(o.via.map.ptr,
+                                                    o.via.map.size);
+  MapEvent out;
+  const Object* tag = nullptr;
+  std::vector<std::string_view> seen;
+  for (const msgpack::object_kv& kv : entries) {
+    if (kv.key.type != msgpack::type::STR) {
+      Bad("an event's field name is not a string");
+    }
+    const std::string_view name(kv.key.via.str.ptr, kv.key.via.str.size);
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+      Bad("an event names field \"" + std::string(name.substr(0, 64)) +
+          "\" twice");
+    }
+    seen.push_back(name);
+    if (name == "type") tag = &kv.val;
+  }
+  if (tag == nullptr) Bad("an event map has no \"type\"");
+  out.tag = Text(*tag, "an event's type");
+  std::span<const std::string_view> names;
+  if (out.tag == "BlockStored") names = kStoredFields;
+  if (out.tag == "BlockRemoved") names = kRemovedFields;
+  out.fields.resize(names.size());
+  for (const msgpack::object_kv& kv : entries) {
+    const std::string_view name(kv.key.via.str.ptr, kv.key.via.str.size);
+    const auto at = std::find(names.begin(), names.end(), name);
+    if (at != names.end())
+      out.fields[static_cast<std::size_t>(at - names.begin())] = kv.val;
+  }
+  return out;
+}
+
 class Reader {
  public:
   Reader(std::size_t digest_bytes, HashEncoding hashes)
       : digest_bytes_(digest_bytes), hashes_(hashes) {}
 
   KvEvent Event(const Object& o) {
+    if (o.type == msgpack::type::MAP) {
+      const MapEvent e = FromMap(o);
+      if (e.tag == "BlockStored") return Stored(e.fields);
+      if (e.tag == "BlockRemoved") return Removed(e.fields);
+      if (e.tag == "AllBlocksCleared") return AllBlocksCleared{};
+      Bad("unknown event tag \"" + e.tag.substr(0, 64) + "\"");
+    }
     const std::span<const Object> fields = ArrayOf(o, "an event");
     if (fields.empty()) Bad("an event has no tag");
     const std::string tag = Text(fields[0], "an event's tag");
@@ -219,7 +294,7 @@ Result<DecodedBatch> DecodeEventBatch(std::string_view bytes,
     std::size_t offset = 0;
     const msgpack::object_handle handle =
         msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr,
-                        msgpack::unpack_limit(most, 0, most, most, 0, 6));
+                        msgpack::unpack_limit(most, most, most, most, 0, 6));
     if (offset != bytes.size()) Bad("bytes follow the batch");
     const std::span<const Object> batch = ArrayOf(handle.get(), "a batch");
     if (batch.size() < 2 || batch.size() > 3) {
