@@ -8,6 +8,7 @@ Loopback only; every wait is bounded and the service is always killed."""
 import gc
 import json
 import queue
+import socket
 import subprocess
 import threading
 import time
@@ -381,6 +382,39 @@ def captured(context, engine, action):
         return payloads
     finally:
         sub.close(0)
+
+
+def test_slow_clients_do_not_hold_queries_back():
+    """Sixteen clients that trickle a request in, a byte at a time, each
+    hold an HTTP thread; a query still gets its answer (the library's
+    default of 8 threads once left every query waiting behind 8 of them)."""
+    index = Index(["tcp://127.0.0.1:1"])
+    host, port = index.http.rsplit(":", 1)
+    slow = []
+    try:
+        for _ in range(16):
+            s = socket.create_connection((host, int(port)), timeout=5)
+            s.sendall(b"POST /query HTTP/1.1\r\nHost: x\r\n")
+            slow.append(s)
+        stop = threading.Event()
+
+        def trickle():
+            while not stop.wait(0.5):
+                for s in slow:
+                    try:
+                        s.sendall(b"X")
+                    except OSError:
+                        pass
+
+        threading.Thread(target=trickle, daemon=True).start()
+        time.sleep(1.0)  # every slow client has a thread by now
+        status, answer = index.post({"tokens": [1, 2, 3]})
+        assert status == 200, answer
+        stop.set()
+    finally:
+        for s in slow:
+            s.close()
+        index.stop()
 
 
 STORED = ["block_hashes", "parent_block_hash", "token_ids", "block_size",

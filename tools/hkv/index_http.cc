@@ -13,6 +13,11 @@ namespace hkv::cli {
 namespace {
 
 constexpr std::chrono::seconds kSocketTimeout{5};
+// Connections served at once, each on a thread of its own: a client that
+// trickles its request in holds one for as long as it keeps sending (the
+// library has no per-request deadline), so that many slow clients stand
+// between a query and a thread (the library's default is 8).
+constexpr std::size_t kHttpThreads = 64;
 constexpr std::chrono::seconds kStartWait{5};
 constexpr char kTooLarge[] =
     "the body exceeds 64 MiB, or 8 KiB when not sent as application/json "
@@ -80,6 +85,7 @@ Result<std::unique_ptr<IndexHttp>> IndexHttp::Start(
                 "--http: " + host_port.error().message);
   std::unique_ptr<IndexHttp> http(new IndexHttp());
   httplib::Server& server = *http->server_;
+  server.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
   server.set_payload_max_length(kMaxQueryBytes);
   server.set_read_timeout(kSocketTimeout);
   server.set_write_timeout(kSocketTimeout);
