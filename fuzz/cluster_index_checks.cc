@@ -36,7 +36,8 @@ Counts Fields(const InstanceCounters& c) {
 
 bool Same(const InstanceView& x, const InstanceView& y) {
   return x.a == y.a && x.b == y.b && x.resident == y.resident &&
-         Fields(x.counters) == Fields(y.counters) && x.expected == y.expected;
+         Fields(x.counters) == Fields(y.counters) && x.expected == y.expected &&
+         x.held == y.held;
 }
 
 // The outcome the header gives a batch by its number, were it readable.
@@ -197,10 +198,22 @@ void ClusterIndexHarness::CheckOutcome(const BatchCall& call,
   Check(after.expected == next, "expected_sequence follows the outcome");
   if (call.outcome == BatchOutcome::kRejected || restart_gap) {
     CheckCleared(after);
-  } else if (!Decodes(call.outcome)) {
+  }
+  if (call.outcome == BatchOutcome::kGap) {
+    // The missing batches may have removed keys: it claims nothing until
+    // the gap is filled, and keeps its keys for that.
+    Check(after.held, "a gap holds the instance");
+    Check(after.a == InstanceMatch{} && after.b == InstanceMatch{},
+          "a held instance claims nothing");
+    if (!restart_gap) {
+      Check(after.resident == before.resident, "a gap changes no key");
+    }
+  } else if (call.outcome == BatchOutcome::kDuplicate) {
     Check(after.a == before.a && after.b == before.b &&
-              after.resident == before.resident,
+              after.resident == before.resident && after.held == before.held,
           "a batch not applied changes no answer");
+  } else if (call.outcome == BatchOutcome::kRejected) {
+    Check(!after.held, "a cleared instance is not held");
   }
 }
 

@@ -218,7 +218,8 @@ std::vector<InstanceView> ClusterIndexHarness::Snapshot() const {
                      .b = b[i],
                      .resident = index_->ResidentKeys(i),
                      .counters = index_->counters(i),
-                     .expected = index_->expected_sequence(i)});
+                     .expected = index_->expected_sequence(i),
+                     .held = index_->held(i)});
   }
   return views;
 }

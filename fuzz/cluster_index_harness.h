@@ -41,6 +41,7 @@ struct InstanceView {
   std::vector<std::uint64_t> resident;
   InstanceCounters counters;
   std::optional<std::uint64_t> expected;
+  bool held = false;  // a gap found and not yet filled
 };
 
 // What a list of events carries, and how a batch of them was made.
