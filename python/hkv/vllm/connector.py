@@ -11,11 +11,19 @@ Run the engine with
 
 How a request goes (docs/tiers.md, "In the reference engine"):
 
-- **Store as computed.** Each step's metadata names the blocks that step
-  fills (a page, or a recurrent state at the block's end); the worker
-  reads them after the forward (``wait_for_save``) and writes one object
-  group per boundary through every tier. Blocks are held by their request
-  while the step runs, so nothing is read after reuse.
+- **Store as computed** (``"store": "computed"``, the default). Each
+  step's metadata names the blocks that step fills (a page, or a recurrent
+  state at the block's end); the worker reads them after the forward
+  (``wait_for_save``) and writes one object group per boundary through
+  every tier. Blocks are held by their request while the step runs, so
+  nothing is read after reuse.
+- **Store on eviction** (``"store": "eviction"``). The scheduler remembers
+  which boundary each computed block holds; when the engine allocates such
+  a block afresh (evicting it from its prefix cache, or reusing a freed
+  one), the object group of every boundary it was part of is written, all
+  groups at once, read in ``handle_preemptions``: before the step zeroes or
+  overwrites anything. Only what the GPU drops is written; what it still
+  holds at shutdown is not.
 - **Look up, stage, then claim.** ``get_num_new_matched_tokens`` computes
   the deepest boundary the tiers' directory reaches past the local hit by
   the engine's own block rules (``tier_plan``). It claims nothing yet: it
@@ -28,7 +36,10 @@ How a request goes (docs/tiers.md, "In the reference engine"):
   engine computes the rest) and is never loaded.
 - **Load.** ``update_state_after_alloc`` maps each staged part to the block
   the engine allocated for it; the worker copies them in ``start_load_kv``
-  before the forward.
+  before the forward (``"load": "sync"``, the default), or on a thread of
+  its own while the engine runs other requests (``"load": "async"``: the
+  request waits in the engine's WAITING_FOR_REMOTE_KVS until
+  ``get_finished`` reports it received).
 - **Tails.** A request that finishes inside a block stores its partial
   blocks (pages and the recurrent state after exactly its tokens) as one
   tail object, its blocks held (delay free) until the worker has read them;
@@ -51,6 +62,8 @@ draft tokens are not stored.
 
 import array
 import collections
+import concurrent.futures
+import contextlib
 import dataclasses
 import hashlib
 import logging
@@ -83,7 +96,13 @@ MAX_TAILS = 1 << 16
 _TAIL_STATUSES = ("FINISHED_STOPPED", "FINISHED_LENGTH_CAPPED")
 # What kv_connector_extra_config may hold (docs/tiers.md has each).
 EXTRA_CONFIG_KEYS = ("tiers", "salt_domain", "hash_block_size", "tier_io",
-                     "staging_timeout_s")
+                     "staging_timeout_s", "store", "load")
+# When an object group is written: as its blocks are computed, or when the
+# engine reuses one of its blocks.
+STORE_POLICIES = ("computed", "eviction")
+# How the worker copies a claimed load into the KV tensors: in the step,
+# before its forward, or on its own thread (the engine's asynchronous load).
+LOAD_MODES = ("sync", "async")
 _log = logging.getLogger("hkv.vllm.connector")
 
 
@@ -121,6 +140,9 @@ class HkvConnectorMetadata(KVConnectorMetadata):
     loads: dict = dataclasses.field(default_factory=dict)  # req: [(key, g, b)]
     release: set = dataclasses.field(default_factory=set)  # req ids
     saves: list = dataclasses.field(default_factory=list)  # [SaveOrder]
+    # Store on eviction: what blocks allocated afresh this step held, read
+    # before the step overwrites them (handle_preemptions).
+    evictions: list = dataclasses.field(default_factory=list)  # [SaveOrder]
     # Tails of finished requests, whose blocks the engine holds until the
     # worker reports them sent (read before the forward).
     tail_saves: list = dataclasses.field(default_factory=list)  # [SaveOrder]
@@ -184,6 +206,16 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
                 f"kv_connector_extra_config: unknown key {unknown[0]!r} (one "
                 f"of {', '.join(EXTRA_CONFIG_KEYS)})")
         self._tiers = tier_config.parse_tiers(extra.get("tiers", ""))
+        self._store_policy = extra.get("store", "computed")
+        if self._store_policy not in STORE_POLICIES:
+            raise _hkv.UsageError(
+                "kv_connector_extra_config.store must be 'computed' or "
+                f"'eviction', got {self._store_policy!r}")
+        self._load_mode = extra.get("load", "sync")
+        if self._load_mode not in LOAD_MODES:
+            raise _hkv.UsageError(
+                "kv_connector_extra_config.load must be 'sync' or 'async', "
+                f"got {self._load_mode!r}")
         self._salt_domain = str(extra.get("salt_domain", ""))
         _, groups = hkv_config.groups_from_config(kv_cache_config)
         self._rules = tier_plan.rules_from_groups(groups)
@@ -222,6 +254,13 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         self._saved_upto = {}  # req id -> tokens whose boundaries are stored
         self._staging = {}     # req id -> _Staging
         self._claims = {}      # req id -> (hit tokens, end tokens, tail)
+        # Store on eviction: the object groups each block is a part of, not
+        # yet written (block id -> [SaveOrder]), and each admission's local
+        # hit (its blocks below it are the prefix cache's, not new).
+        self._held = {}
+        self._local_hit = {}
+        # Requests whose asynchronous load the worker has not reported.
+        self._loading = set()
         # Tails by the key of their base boundary, and the base key of each.
         self._tails = {}       # base key -> {tail key: _Tail}
         self._tail_base = collections.OrderedDict()  # tail key -> base key
@@ -240,8 +279,10 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         # Tokens claimed and allocated for loads, and loads, since start.
         self.external_tokens = 0
         self.loads = 0
-        # Tail objects ordered stored, since start.
+        # Tail objects ordered stored, and object groups written because a
+        # block was reused (store on eviction), since start.
         self.tail_saves = 0
+        self.eviction_saves = 0
 
     def _key_at(self, request, end_tokens):
         index = end_tokens // self._hash_unit - 1
@@ -318,6 +359,7 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
     def get_num_new_matched_tokens(self, request, num_computed_tokens):
         rid = request.request_id
         self._requests[rid] = request
+        self._local_hit[rid] = num_computed_tokens
         if not self._directory_ready and self._usable:
             now = time.monotonic()
             self._ready_since = self._ready_since or now
@@ -353,12 +395,16 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
             self._drop_staging(rid)
             return 0, False
         self._claims[rid] = (num_computed_tokens, end, tail)
-        return end - num_computed_tokens, False
+        return end - num_computed_tokens, self._load_mode == "async"
 
     def update_state_after_alloc(self, request, blocks, num_external_tokens):
         rid = request.request_id
         tables = [list(ids) for ids in blocks.get_block_ids()]
         self._tables[rid] = tables
+        # A request admitted again after its asynchronous load computed
+        # (or loaded) its first num_computed_tokens already.
+        self._reused(tables, self._local_hit.pop(rid,
+                                                 request.num_computed_tokens))
         claim = self._claims.pop(rid, None)
         if num_external_tokens == 0 or claim is None:
             self._drop_staging(rid)
@@ -374,6 +420,8 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
                     else self._key_at(request, source)
                 loads.append((key, g, tables[g][j]))
         self._pending.loads[rid] = loads
+        if self._load_mode == "async":
+            self._loading.add(rid)
         self.external_tokens += num_external_tokens
         self.loads += 1
         self._staging.pop(rid, None)
@@ -399,6 +447,7 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
             elif added is not None:
                 for table, ids in zip(self._tables[rid], added):
                     table.extend(ids)
+                self._reused(added, None)
             self._plan_saves(rid, cached.num_computed_tokens[i],
                              scheduler_output)
         meta, self._pending = self._pending, HkvConnectorMetadata()
@@ -422,12 +471,45 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
                 j = end // self._rules[g].block_size - 1
                 if j < len(table[g]) and table[g][j] != NULL_BLOCK:
                     parts.append((g, table[g][j]))
-            if parts and not {g for g, _ in parts} <= self._directory.get(
-                    key, frozenset()):
-                self._pending.saves.append(SaveOrder(key, end, parts))
+            if parts and not self._stored(key, parts):
+                self._save(SaveOrder(key, end, parts))
         self._saved_upto[rid] = max(after, upto)
 
+    def _stored(self, key, parts):
+        return {g for g, _ in parts} <= self._directory.get(key, frozenset())
+
+    def _save(self, order):
+        """Writes now, or (store on eviction) when a block of it is reused."""
+        if self._store_policy == "computed":
+            self._pending.saves.append(order)
+            return
+        for _, block in order.parts:
+            self._held.setdefault(block, []).append(order)
+
+    def _reused(self, tables, hit_tokens):
+        """Store on eviction: `tables` (block ids per group) were just
+        allocated to a request, the first `hit_tokens` tokens' blocks from
+        the prefix cache (None: none known); every other block is about to
+        be overwritten, so what it held is written first."""
+        if not self._held:
+            return
+        for g, table in enumerate(tables):
+            first = 0 if hit_tokens is None else \
+                hit_tokens // self._rules[g].block_size
+            for block in table[first:]:
+                for order in self._held.pop(block, ()):
+                    for _, other in order.parts:
+                        holders = self._held.get(other)
+                        if holders is not None and order in holders:
+                            holders.remove(order)
+                            if not holders:
+                                del self._held[other]
+                    if not self._stored(order.key, order.parts):
+                        self._pending.evictions.append(order)
+                        self.eviction_saves += 1
+
     def update_connector_output(self, connector_output):
+        self._loading -= set(connector_output.finished_recving or ())
         meta = connector_output.kv_connector_worker_meta
         if not isinstance(meta, HkvWorkerMetadata):
             return
@@ -449,15 +531,24 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         rid = request.request_id
         self._drop_staging(rid)
         self._pending.loads.pop(rid, None)
-        for table in (self._requests, self._tables, self._saved_upto):
+        for table in (self._requests, self._tables, self._saved_upto,
+                      self._local_hit):
             table.pop(rid, None)
+        if rid in self._loading:
+            # The worker is writing its blocks: the engine frees them when it
+            # reports the load received.
+            return True, None
         order = self._tail_order(request, block_ids)
         if order is None:
+            return False, None
+        self.tail_saves += 1
+        if self._store_policy == "eviction":
+            # Written when the engine reuses one of its blocks.
+            self._save(order)
             return False, None
         # The engine holds the blocks until the worker has read them.
         self._pending.tail_saves.append(order)
         self._pending.sends.add(rid)
-        self.tail_saves += 1
         return True, None
 
     def _tail_order(self, request, block_ids):
@@ -530,6 +621,13 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
                 "kv_connector_extra_config.tier_io must be 'thread' or "
                 f"'inline', got {tier_io!r}")
         self._threaded = tier_io == "thread"
+        # Asynchronous loads: req id -> the copy's future (its result: the
+        # blocks it could not write).
+        self._load_thread = (concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="hkv-loads")
+            if self._load_mode == "async" else None)
+        self._loading = {}
+        self._stream = None  # CUDA stream of asynchronous loads (lazily)
         self._tier_io = None   # TierWorker, from register_kv_caches
         self._layers = None    # per group: [(tensor, block dim)]
         self._report = HkvWorkerMetadata()
@@ -625,17 +723,52 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
             self._tier_io.release(rid)
         for rid, loads in meta.loads.items():
             staged = self._tier_io.take_staged(rid)
+            if self._load_thread is None:
+                self._load_errors |= self._load(staged, loads)
+            else:
+                self._loading[rid] = self._load_thread.submit(
+                    self._load, staged, loads)
+        for rid, keys in meta.prefetch.items():
+            self._tier_io.stage(rid, keys)
+
+    def _load(self, staged, loads):
+        """Writes each load's part into its block; returns the blocks with
+        no part (staged groups are checked before they are claimed, so
+        that is a scheduler/worker disagreement)."""
+        errors = set()
+        stream = self._load_stream()
+        with torch.cuda.stream(stream) if stream is not None \
+                else contextlib.nullcontext():
             for key, g, block in loads:
                 group = staged.get(key)
                 part = None if group is None else dict(group.parts).get(g)
                 if part is None:
-                    # Staged groups are checked before they are claimed;
-                    # this is a scheduler/worker disagreement.
-                    self._load_errors.add(block)
+                    errors.add(block)
                     continue
                 self._write_block(g, block, part)
-        for rid, keys in meta.prefetch.items():
-            self._tier_io.stage(rid, keys)
+        if stream is not None:
+            stream.synchronize()
+        return errors
+
+    def _load_stream(self):
+        """A CUDA stream of its own for asynchronous loads into GPU
+        tensors (None for synchronous loads and CPU tensors)."""
+        if self._load_thread is None or not any(
+                t.is_cuda for views in self._layers for t, _ in views):
+            return None
+        if self._stream is None:
+            self._stream = torch.cuda.Stream()
+        return self._stream
+
+    def handle_preemptions(self, kv_connector_metadata):
+        """Store on eviction: copies out what the blocks allocated afresh
+        this step held, before the step zeroes or overwrites them."""
+        meta = kv_connector_metadata
+        if not isinstance(meta, HkvConnectorMetadata) or not meta.evictions \
+                or self._tier_io is None:
+            return
+        self._tier_io.store([self._object_group(order)
+                             for order in meta.evictions])
 
     def wait_for_layer_load(self, layer_name):
         return
@@ -665,7 +798,10 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         done, self._sent = self._sent & self._finished, \
             self._sent - self._finished
         self._finished -= done
-        return (done or None), None
+        received = {rid for rid, job in self._loading.items() if job.done()}
+        for rid in received:
+            self._load_errors |= self._loading.pop(rid).result()
+        return (done or None), (received or None)
 
     def get_block_ids_with_load_errors(self):
         errors, self._load_errors = self._load_errors, set()
@@ -683,12 +819,18 @@ class HkvConnector(KVConnectorBase_V1, SupportsHMA):
         return [] if self._tier_io is None else self._tier_io.counters()
 
     def drain_tier_io(self):
-        """Waits for the tier thread's jobs so far (stores and staging)."""
+        """Waits for the tier thread's jobs so far (stores and staging) and
+        the asynchronous loads."""
         if self._tier_io is not None:
             self._tier_io.drain()
+        concurrent.futures.wait(list(self._loading.values()))
 
     def shutdown(self):
-        if self.role == KVConnectorRole.WORKER and self._tier_io is not None:
+        if self.role != KVConnectorRole.WORKER:
+            return
+        if self._load_thread is not None:
+            self._load_thread.shutdown(wait=True)
+        if self._tier_io is not None:
             self._tier_io.shutdown()
 
 

@@ -111,6 +111,22 @@ def make_engine(kinds, extra, manager_class=None, model="facebook/opt-125m",
     return scheduler, worker, config
 
 
+def watch_fresh_blocks(scheduler):
+    """Collects, in ``scheduler.fresh_blocks``, every block the engine's
+    own block pool hands out (its get_new_blocks), for step() to scribble
+    over before the loads run."""
+    pool = scheduler.kv_cache_manager.block_pool
+    scheduler.fresh_blocks = []
+    handout = pool.get_new_blocks
+
+    def get_new_blocks(num_blocks):
+        blocks = handout(num_blocks)
+        scheduler.fresh_blocks.extend(b.block_id for b in blocks)
+        return blocks
+
+    pool.get_new_blocks = get_new_blocks
+
+
 def request(request_id, prompt, max_tokens=3, hash_unit=BLOCK):
     params = SamplingParams(ignore_eos=True, max_tokens=max_tokens)
     params.update_from_generation_config({}, EOS)
@@ -148,6 +164,30 @@ class StandInModel:
                                                  PAGE_WORDS)
         self.tables = {}
         self.bad_reads = []
+
+    def zero(self, blocks):
+        """What the engine's runner does to the blocks the scheduler says
+        are allocated afresh (new_block_ids_to_zero)."""
+        for block in blocks:
+            for tensors in self.tensors.values():
+                if isinstance(tensors, list):
+                    for t in tensors:
+                        t[block] = 0
+                else:
+                    tensors[:, block] = 0
+
+    def scribble(self, blocks):
+        """Worse than the engine's zeroing: every block the pool handed
+        out this step holds a value no token's digest has (-1), as if
+        the step's forward had written it first; what a connector reads
+        of them before then is gone."""
+        for block in blocks:
+            for tensors in self.tensors.values():
+                if isinstance(tensors, list):
+                    for t in tensors:
+                        t[block] = -1
+                else:
+                    tensors[:, block] = -1
 
     def _track(self, out):
         for new in out.scheduled_new_reqs:
@@ -244,6 +284,15 @@ def step(scheduler, worker, model, requests, token=7):
     """One engine step: schedule, the worker's connector around the
     stand-in forward, update. Returns the SchedulerOutput."""
     out = scheduler.schedule()
+    # The engine's model runner: the connector sees the step's metadata
+    # first, then fresh blocks are zeroed (models with recurrent layers),
+    # then the loads run and the forward.
+    worker.handle_preemptions(out.kv_connector_metadata)
+    model.zero(out.new_block_ids_to_zero or ())
+    fresh = getattr(scheduler, "fresh_blocks", None)
+    if fresh:
+        model.scribble(fresh)
+        fresh.clear()
     worker.bind_connector_metadata(out.kv_connector_metadata)
     worker.start_load_kv(None)
     model.check_states(out, requests)

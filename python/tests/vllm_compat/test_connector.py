@@ -61,6 +61,8 @@ def _engine(kinds, tiers, manager="engine", blocks=None, **extra):
         kinds, {"tiers": tiers, **extra}, manager_class=manager_class,
         blocks=blocks)
     model = rig.StandInModel(kinds, config)
+    if manager == "engine":
+        rig.watch_fresh_blocks(scheduler)
     worker.register_kv_caches(model.tensors)
     return scheduler, worker, model
 
@@ -254,6 +256,159 @@ def test_inline_tier_io_reuses_the_same(tmp_path):
     assert model.bad_reads == []
 
 
+def _stored_groups(worker):
+    return sum(t["groups_stored"] for t in worker.tier_counters())
+
+
+def _filler(seed, count=24, length=400):
+    """Prompts sharing nothing with _prompts': enough tokens that every
+    block of the pool is allocated again (the pool has rig.NUM_BLOCKS)."""
+    rng = random.Random(seed)
+    return [[rng.randrange(1000, 5000) for _ in range(length)]
+            for _ in range(count)]
+
+
+@pytest.mark.parametrize("manager", ["engine", "hkv"])
+@pytest.mark.parametrize("kinds, tier", [
+    ("full", "host"), ("hybrid", "host"), ("swa_mamba", "host"),
+    ("hybrid", "file"), ("hybrid", "redis")])
+def test_store_on_eviction_writes_what_the_gpu_drops_and_reloads_it(
+        kinds, tier, manager, tmp_path, request):
+    """With "store": "eviction" nothing is written while the GPU holds it;
+    once other requests have taken every block again, a resend loads every
+    group of what the first requests computed (tails included), each byte
+    as written, and fewer objects were written than by storing as
+    computed."""
+    redis = request.getfixturevalue("redis_port") if tier == "redis" \
+        else None
+    written = {}
+    for policy in ("eviction", "computed"):
+        # One salt domain each: the second run finds none of the first's.
+        scheduler, worker, model = _engine(
+            KINDS[kinds], _tiers(tier, tmp_path, redis), manager,
+            store=policy, salt_domain=policy)
+        prompts = _prompts(21, count=2)
+        first = {}
+        rig.serve(scheduler, worker, model, prompts, "a", tokens=first)
+        rig.settle(scheduler, worker, model)
+        if policy == "eviction":
+            assert _stored_groups(worker) == 0
+            assert scheduler.connector.eviction_saves == 0
+        rig.serve(scheduler, worker, model, _filler(22), "f")
+        rig.settle(scheduler, worker, model)
+        written[policy] = _stored_groups(worker)
+        turns = _next_turns(prompts, first, 23)
+        second = rig.serve(scheduler, worker, model, turns, "b")
+        assert model.bad_reads == []
+        # Every block the first turns computed came back (none is on the
+        # GPU any more), up to their last computed token.
+        assert [second[f"b{i}"] for i in range(len(turns))] == \
+            [len(first[f"a{i}"]) - 1 for i in range(len(prompts))]
+        # (The second turn may find the 64 tokens both share on the GPU,
+        # where the first turn's load placed them.)
+        resumed = sum(len(first[f"a{i}"]) - 1 for i in range(len(prompts)))
+        assert resumed - 64 <= scheduler.connector.external_tokens <= resumed
+    assert 0 < written["eviction"] < written["computed"]
+
+
+@pytest.mark.parametrize("manager", ["engine", "hkv"])
+@pytest.mark.parametrize("kinds", sorted(KINDS))
+def test_asynchronous_loads_place_the_same_bytes(kinds, manager):
+    """With "load": "async" the engine parks a resend in
+    WAITING_FOR_REMOTE_KVS while the worker's thread copies; it resumes
+    where the synchronous load would, and the GPU caches what was
+    loaded."""
+    scheduler, worker, model = _engine(KINDS[kinds], "host:256MiB", manager,
+                                       load="async")
+    prompts = _prompts(31)
+    resumed = [_resumed(p, KINDS[kinds]) for p in prompts]
+    assert _resend(scheduler, worker, model, prompts) == resumed
+    assert model.bad_reads == []
+    third = rig.serve(scheduler, worker, model, prompts, "c")
+    assert [third[f"c{i}"] for i in range(len(prompts))] == resumed
+    assert model.bad_reads == []
+    assert not scheduler.requests
+
+
+class _HeldLoads:
+    """Holds the worker's asynchronous load jobs until released."""
+
+    def __init__(self, monkeypatch):
+        import threading
+        self.gate = threading.Event()
+        load = hkv_connector.HkvConnector._load
+
+        def held(connector, staged, loads):
+            self.gate.wait(timeout=30)
+            return load(connector, staged, loads)
+
+        monkeypatch.setattr(hkv_connector.HkvConnector, "_load", held)
+
+
+def test_other_requests_run_while_a_load_is_in_flight(monkeypatch):
+    scheduler, worker, model = _engine(KINDS["hybrid"], "host:256MiB",
+                                       load="async")
+    prompt = _prompts(32, count=1)[0]
+    rig.serve(scheduler, worker, model, [prompt], "a")
+    rig.settle(scheduler, worker, model)
+    assert scheduler.reset_prefix_cache()
+    held = _HeldLoads(monkeypatch)
+    requests = {}
+    decode = rig.request("d", _filler(33, count=1, length=40)[0],
+                         max_tokens=200)
+    resend = rig.request("b", prompt)
+    for req in (decode, resend):
+        requests[req.request_id] = req
+        scheduler.add_request(req)
+    # The load is claimed (after its staging) and parked; the other request
+    # decodes meanwhile.
+    for _ in range(40):
+        rig.step(scheduler, worker, model, requests)
+        if resend.status != rig.RequestStatus.WAITING_FOR_REMOTE_KVS:
+            worker.drain_tier_io()  # its staging
+    assert resend.status == rig.RequestStatus.WAITING_FOR_REMOTE_KVS
+    assert resend.num_output_tokens == 0
+    assert decode.num_output_tokens >= 20
+    held.gate.set()
+    for _ in range(400):
+        if not scheduler.has_requests():
+            break
+        rig.step(scheduler, worker, model, requests)
+        worker.drain_tier_io()
+    assert not scheduler.has_requests()
+    assert model.bad_reads == []
+    assert scheduler.connector.external_tokens == _whole_blocks(prompt)
+
+
+def test_an_abort_during_a_load_frees_the_blocks_once_it_is_done(
+        monkeypatch):
+    scheduler, worker, model = _engine(KINDS["hybrid"], "host:256MiB",
+                                       load="async")
+    prompt = _prompts(34, count=1)[0]
+    rig.serve(scheduler, worker, model, [prompt], "a")
+    rig.settle(scheduler, worker, model)
+    assert scheduler.reset_prefix_cache()
+    held = _HeldLoads(monkeypatch)
+    resend = rig.request("b", prompt)
+    scheduler.add_request(resend)
+    for _ in range(20):
+        rig.step(scheduler, worker, model, {"b": resend})
+        if resend.status == rig.RequestStatus.WAITING_FOR_REMOTE_KVS:
+            break
+        worker.drain_tier_io()
+    assert resend.status == rig.RequestStatus.WAITING_FOR_REMOTE_KVS
+    used = scheduler.kv_cache_manager.usage
+    scheduler.finish_requests("b", rig.RequestStatus.FINISHED_ABORTED)
+    rig.step(scheduler, worker, model, {})
+    # The worker is still writing them: the engine keeps the blocks.
+    assert scheduler.kv_cache_manager.usage == used > 0
+    held.gate.set()
+    worker.drain_tier_io()
+    rig.step(scheduler, worker, model, {})
+    assert not scheduler.requests
+    assert scheduler.kv_cache_manager.usage == 0
+
+
 def test_the_stand_in_model_catches_a_misplaced_load(monkeypatch):
     """The rig's byte check can fail: a load one block off is caught."""
     write = hkv_connector.HkvConnector._write_block
@@ -373,6 +528,8 @@ def test_a_bad_tier_list_is_refused_naming_the_entry(tiers, message):
     ({"tier": "host:1GiB"}, "unknown key 'tier'"),
     ({"tiers": "host:1GiB", "tier_io": "async"}, "tier_io must be"),
     ({"tiers": "host:1GiB", "staging_timeout_s": -1}, "staging_timeout_s"),
+    ({"tiers": "host:1GiB", "store": "lazy"}, "store must be"),
+    ({"tiers": "host:1GiB", "load": "later"}, "load must be"),
 ])
 def test_a_bad_extra_config_is_refused_naming_the_key(extra, message):
     with pytest.raises(_hkv.UsageError, match=message):
