@@ -194,6 +194,23 @@ TEST(EngineViewsTest, EngineWholeSequenceAdmissionCountsRecurrentBlocks) {
   EXPECT_TRUE(cache.Allocate(a, {.num_new_tokens = 32}));
 }
 
+TEST(EngineViewsTest, EngineCommitBelowTheLastRegistersNothing) {
+  // The engine's scheduler rolls a request back past blocks that failed to
+  // load and schedules it again from there: its cache_blocks then caches
+  // nothing below what it cached (hkv's own rules refuse the call:
+  // CacheMisuseTest.CommitBelowCommittedIsRefusedAndRepeatingIsANoOp).
+  CacheManager cache = Make({{.block_size = 16}}, 8, 16);
+  const Request a({.id = RequestId{1}}, Range(0, 64), cache.key_scheme());
+  Admit(cache, a);
+  cache.EvictBlocks(Ids({3}));
+  cache.Commit(a, 32);
+  EXPECT_FALSE(cache.BlockKey(BlockId{3}).has_value());
+  EXPECT_TRUE(cache.BlockKey(BlockId{2}).has_value());
+  EXPECT_EQ(cache.Lookup(a).num_tokens, 32u);
+  cache.Commit(a, 64);  // as many as before: nothing either
+  EXPECT_FALSE(cache.BlockKey(BlockId{3}).has_value());
+}
+
 TEST(EngineViewsTest, BehaviourOutOfRangeIsRefused) {
   const Result<CacheManager> cache =
       CacheManager::Create({.groups = {{.block_size = 16}},

@@ -116,7 +116,9 @@ class CacheManager {
   // REQUIRES: request keyed with key_scheme(), holding blocks covering the
   // tokens; the (capped) count not below the request's last commit, nor
   // below the hit it adopted: a state or tail written past it is not the
-  // one there.
+  // one there. Under Behaviour::kEngine such a count registers nothing, as
+  // the engine's cache_blocks does after its scheduler rolls a request
+  // back past blocks that failed to load.
   void Commit(const Request& request, std::uint32_t num_computed_tokens);
 
   // Releases the request's blocks, last first; cached ones stay findable

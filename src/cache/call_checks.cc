@@ -123,6 +123,11 @@ std::uint32_t CacheCore::CheckCommit(const Request& request,
               "commit for a request that holds no blocks");
   const RequestState& state = it->second;
   const std::uint32_t n = std::min(num_computed_tokens, request.num_tokens());
+  // The engine's cache_blocks caches from the blocks it cached before, and
+  // a count below them (its scheduler rolled the request back past blocks
+  // that failed to load) caches nothing.
+  if (n < state.num_committed_tokens && geometry_.facts.engine_rules)
+    return state.num_committed_tokens;
   HKV_REQUIRE(
       n >= state.num_committed_tokens,
       Cat("commit of ", n, " tokens below the ", state.num_committed_tokens,

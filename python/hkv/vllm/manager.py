@@ -19,7 +19,7 @@ from hkv import _hkv
 from hkv.kv_cache_manager import _FREE_ORDERS, _choice
 from hkv.manager import make_groups, whole
 from hkv.vllm import engine
-from hkv.vllm.blocks import BlockPool
+from hkv.vllm.blocks import BlockPool, Coordinator
 from hkv.vllm.config import group_specs, groups_from_config
 # The engine zeroes new blocks of exactly these spec types (not MLA).
 _ZEROED_SPECS = ("FullAttentionSpec", "TQFullAttentionSpec")
@@ -124,6 +124,9 @@ class KVCacheManager:
         self.empty_kv_cache_blocks = self._engine.KVCacheBlocks(
             tuple(() for _ in groups))
         self._tracked = {}  # request_id -> _Tracked
+        # Read-only per-group views (the engine's coordinator, for tests and
+        # tools that read req_to_blocks / num_cached_block).
+        self.coordinator = Coordinator(self, self._block_sizes)
         self._boundaries = _boundaries(config.groups, self._block_sizes)
         # Bumped by every call that changes tables outside allocate_slots.
         self._epoch = 0
@@ -299,6 +302,10 @@ class KVCacheManager:
         if tracked is None or not tracked.holds:
             return self.empty_kv_cache_blocks
         return self._blocks(self.cache.block_tables(tracked.mirror.id))
+
+    def holding_request_ids(self):
+        """The ids of the requests that hold blocks, in admission order."""
+        return [rid for rid, t in self._tracked.items() if t.holds]
 
     def get_block_ids(self, request_id):
         """The request's block ids, one list per group."""

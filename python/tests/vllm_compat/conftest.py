@@ -41,13 +41,8 @@ SLOW = {
 }
 
 
-_QUEUE = ("reads the free queue's linked-list sentinels "
-          "(free_block_queue.fake_free_list_head/_tail)")
 _HASH_MAP = ("edits the engine's hash map (block_pool."
              "cached_block_hash_to_block._cache / .pop) to fake misses")
-_REQ_TO_BLOCKS = ("reads the engine's per-group manager state "
-                  "(coordinator.single_type_managers[0].req_to_blocks / "
-                  "num_cached_block)")
 _POOL_CALLS = ("drives the engine's BlockPool directly (get_new_blocks, "
                "cache_full_blocks)")
 _CROSS = ("an encoder-decoder model (CrossAttentionSpec): hkv has no "
@@ -56,20 +51,13 @@ _CROSS = ("an encoder-decoder model (CrossAttentionSpec): hkv has no "
 # With hkv's manager: "<engine test file>::<test name>" -> why the test
 # cannot apply to it (it reads or edits the engine manager's internals).
 NOT_APPLICABLE = {
-    "test_prefix_caching.py::test_prefill": _QUEUE,
     "test_prefix_caching.py::test_prefill_hybrid_model": _HASH_MAP,
     "test_prefix_caching.py::test_prefill_hybrid_model_eagle": _HASH_MAP,
     "test_prefix_caching.py::test_eagle_with_sliding_window": _HASH_MAP,
     "test_prefix_caching.py::test_different_block_size": _HASH_MAP,
-    "test_prefix_caching.py::test_decode": _REQ_TO_BLOCKS,
-    "test_prefix_caching.py::"
-    "test_prefill_not_enough_free_blocks_with_computed_blocks":
-        _REQ_TO_BLOCKS,
     "test_prefix_caching.py::test_block_stored_event_group_idx": _POOL_CALLS,
     "test_prefix_caching.py::"
     "test_block_stored_event_group_idx_multiple_groups": _POOL_CALLS,
-    "test_scheduler.py::test_kv_connector_basic": _REQ_TO_BLOCKS,
-    "test_scheduler.py::test_memory_leak": _REQ_TO_BLOCKS,
     "test_scheduler.py::test_variable_length_cross_attn_block_allocation":
         _CROSS,
     "test_scheduler.py::test_cross_attn_blocks_not_over_allocated": _CROSS,
