@@ -28,15 +28,16 @@ TEST(CostModelTest, EachCoefficientPricesItsFeature) {
                         .draft_tokens = 23,
                         .copies = 1,
                         .copy_bytes = 29};
-  // serving_s is no step's: it prices nothing here (the last 0).
-  const double features[] = {1, 3, 5, 7, 11, 13, 17, 19, 23, 29, 0};
+  // serving_s is no step's: it prices nothing here; neither do the
+  // physical scales without a physical part (the last four 0).
+  const double features[] = {1, 3, 5, 7, 11, 13, 17, 19, 23, 29, 0, 0, 0, 0};
   static_assert(std::size(features) == kCostCoefficients.size());
   for (std::size_t i = 0; i < kCostCoefficients.size(); ++i) {
     CostModel one;
     ASSERT_TRUE(SetCostCoefficient(one, kCostCoefficients[i], 2.0));
     EXPECT_DOUBLE_EQ(StepSeconds(one, shape), 2.0 * features[i])
         << kCostCoefficients[i];
-    EXPECT_DOUBLE_EQ(Feature(shape, i), features[i]);
+    EXPECT_DOUBLE_EQ(Feature(one, shape, i), features[i]);
     EXPECT_DOUBLE_EQ(Coefficient(one, i), 2.0);
   }
   EXPECT_DOUBLE_EQ(StepSeconds(CostModel{.step_s = 1.0}, {}), 0.0);

@@ -84,6 +84,22 @@ struct FigureResult {
   std::optional<double> held_out_model = std::nullopt;
   std::optional<double> held_out_error = std::nullopt;
   double model_concurrency = 0.0;  // capacity figures
+  // The term (a name of kCostCoefficients) with the most of the figure's
+  // modelled seconds under the fitted presets, and its share of them; empty
+  // for a figure without a span of steps (capacity, reuse).
+  std::string dominant_term = {};
+  double dominant_share = 0.0;
+};
+
+// The errors of the timed figures one term dominates: how the model fares
+// where that term sets the time.
+struct TermErrors {
+  std::string term;
+  std::size_t figures = 0;
+  double median_fitted_error = 0.0;  // |error| of those fitted
+  // |held_out_error| (left out of the fit, or held out of every fit).
+  std::size_t held_out = 0;
+  double median_held_out_error = 0.0;
 };
 
 // Two geometries of one deployment and scenario: which is faster, measured
@@ -104,6 +120,7 @@ struct CalibrationReport {
   // Of |error| over the independent timed and reuse figures (0: none).
   double median_independent_error = 0.0;
   std::vector<RankCheck> rankings;
+  std::vector<TermErrors> terms;  // by term, in kCostCoefficients order
   std::uint32_t rounds = 0;
 };
 

@@ -121,6 +121,18 @@ struct ResolvedDeployment {
 [[nodiscard]] Result<CacheConfig> ResolveCacheConfig(
     const DeploymentSpec& spec);
 
+// The physical part of a cost model (hkv/cost_model.h) for `model` at
+// `spec`'s TP width and drafts on `hardware`, its GEMMs at `precision`: one
+// rank's FLOPs per token (2 x active weights / TP) and per attention pair,
+// its weight bytes (non-routed, routed), the bytes a decode reads per key
+// and per context token, each request's recurrent states (read and
+// written) and the all-reduce traffic (two per layer of the residual in
+// bf16, when TP > 1). kInvalidArgument when the model has no compute facts
+// or the TP width does not divide its heads.
+[[nodiscard]] Result<PhysicalCost> ResolvePhysicalCost(
+    const ModelSpec& model, const DeploymentSpec& spec,
+    const HardwareSpec& hardware, Precision precision);
+
 // A measured deployment (data/deployments/NAME.json; docs/calibration.md
 // describes the format).
 struct DeploymentPreset {
@@ -130,6 +142,10 @@ struct DeploymentPreset {
   std::uint32_t speculative_tokens = 0;  // drafts per decode step
   double acceptance_rate = 0.0;          // per draft (assumed, see sources)
   CostModel cost;                        // named after the preset
+  // The hardware (data/hardware/) and GEMM precision of its physical cost
+  // part; empty: a cost model of linear terms only.
+  std::string hardware;
+  Precision gemm_precision = Precision::kBf16;
   std::vector<std::string> sources;
   std::string fit_json;  // the "fit" object, for hkv calibrate
 };
@@ -137,6 +153,13 @@ struct DeploymentPreset {
 // Parses a deployment preset. kInvalidArgument naming the field otherwise.
 [[nodiscard]] Result<DeploymentPreset> ParseDeploymentPreset(
     std::string_view json_text);
+
+// The physical part of `preset`'s cost model for `spec` (its own
+// deployment, or another model or width on its hardware): the errors of
+// LoadHardwarePreset, LoadPreset and ResolvePhysicalCost. REQUIRES: the
+// preset names its hardware.
+[[nodiscard]] Result<PhysicalCost> PresetPhysics(const DeploymentPreset& preset,
+                                                 const DeploymentSpec& spec);
 
 // The compiled-in preset `name`; kNotFound listing them otherwise.
 [[nodiscard]] Result<DeploymentPreset> LoadDeploymentPreset(

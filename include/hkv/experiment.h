@@ -131,6 +131,9 @@ struct SimConfig {
   bool split_pools_by_workload = false;
   // The reference engine's flags for it, or why that engine cannot run it.
   EngineFlags engine = {};
+  // The cost model's physical part for this deployment (its model and
+  // widths on the cost preset's hardware); none: the cost model's own.
+  std::optional<PhysicalCost> physics = std::nullopt;
 };
 
 // The workload named by the options, cut by limit (0: all), time_scale and

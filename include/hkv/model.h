@@ -85,6 +85,35 @@ struct DraftSpec {
   std::vector<LayerSpec> layers = {};
 };
 
+// What the model computes and reads per token, for the simulator's
+// physical cost model (docs/calibration.md): published facts of the whole
+// model at TP 1. Attention layers are the model's (not its draft's) layers
+// of attention kinds; their KV bytes come from the layers.
+struct ComputeSpec {
+  double total_params = 0.0;
+  double active_params = 0.0;  // the weights one token passes through
+  // Mixture of experts: the weights of every routed expert of every MoE
+  // layer (0: a dense model), the experts of a layer, and those a token
+  // uses. A step reads the experts its tokens use (docs/calibration.md).
+  double routed_params = 0.0;
+  std::uint32_t experts = 0;
+  std::uint32_t experts_per_token = 0;
+  double routed_bits = 16.0;  // bits per routed weight as served
+  double other_bits = 16.0;   // bits per other weight
+  std::uint32_t hidden = 0;   // residual width (a TP all-reduce carries it)
+  // Per attention layer and (query, key) pair, all query heads; sparse
+  // attention attends `attention_topk` keys at most (0: every key), and its
+  // indexer spends `index_flops_per_pair` on every (query, key) pair.
+  double attention_flops_per_pair = 0.0;
+  std::uint32_t attention_topk = 0;
+  double index_flops_per_pair = 0.0;
+
+  // kInvalidArgument naming the field when a count is missing or the
+  // facts contradict each other (active above total, routed above total,
+  // experts per token above experts).
+  [[nodiscard]] Result<void> Validate() const;
+};
+
 struct ModelSpec {
   std::string name = {};
   std::vector<LayerSpec> layers = {};
@@ -95,6 +124,9 @@ struct ModelSpec {
   // The smallest attention block the kernels take; the coupled rule aligns
   // the attention block to max(kernel_block, requested block).
   std::uint32_t kernel_block = 16;
+  // For the physical cost model; none: the model's step costs are only
+  // what a cost model's linear terms say.
+  std::optional<ComputeSpec> compute = std::nullopt;
 
   // Checks that every layer has the facts its kind needs (non-zero counts,
   // heads, sizes, a state whose tensors' dimensions are positive), that

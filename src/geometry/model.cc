@@ -255,6 +255,48 @@ DraftSpec DraftFromJson(const Json& j) {
   return d;
 }
 
+// A JSON number, finite and not negative.
+double NonNegative(const Json& value, std::string_view field) {
+  if (!value.is_number() || value.get<double>() < 0.0) {
+    Bad(field, "must be a number of at least 0, got " +
+                   (value.is_number() ? value.dump() : Kind(value)));
+  }
+  return value.get<double>();
+}
+
+double* ComputeNumber(ComputeSpec& c, const std::string& key) {
+  if (key == "total_params") return &c.total_params;
+  if (key == "active_params") return &c.active_params;
+  if (key == "routed_params") return &c.routed_params;
+  if (key == "routed_bits") return &c.routed_bits;
+  if (key == "other_bits") return &c.other_bits;
+  if (key == "attention_flops_per_pair") return &c.attention_flops_per_pair;
+  if (key == "index_flops_per_pair") return &c.index_flops_per_pair;
+  return nullptr;
+}
+std::uint32_t* ComputeCount(ComputeSpec& c, const std::string& key) {
+  if (key == "experts") return &c.experts;
+  if (key == "experts_per_token") return &c.experts_per_token;
+  if (key == "hidden") return &c.hidden;
+  if (key == "attention_topk") return &c.attention_topk;
+  return nullptr;
+}
+
+ComputeSpec ComputeFromJson(const Json& j) {
+  ComputeSpec c;
+  for (const auto& [key, value] : Object(j, "compute").items()) {
+    const std::string field = Field("compute", key);
+    if (double* x = ComputeNumber(c, key)) {
+      *x = NonNegative(value, field);
+    } else if (std::uint32_t* n = ComputeCount(c, key)) {
+      *n = Unsigned<std::uint32_t>(value, field);
+    } else if (key != "source") {
+      Bad("compute", "unknown compute field \"" + key + "\"");
+    }
+  }
+  return c;
+}
+
 Layout LayoutOf(const Json& value) {
   const std::string& name = Text(value, "layout");
   if (name == "coupled") return Layout::kCoupled;
@@ -277,6 +319,8 @@ ModelSpec ModelFromJson(const Json& j) {
       m.layers = LayersFromJson(value, key);
     } else if (key == "draft") {
       m.draft = DraftFromJson(value);
+    } else if (key == "compute") {
+      m.compute = ComputeFromJson(value);
     } else if (key != "description" && key != "source" && key != "licence") {
       throw std::invalid_argument("unknown model field \"" + key + "\"");
     }
@@ -303,6 +347,12 @@ Result<void> ModelSpec::Validate() const {
   }
   if (Result<void> ok = ValidateLayers(layers, "model " + name); !ok) {
     return ok;
+  }
+  if (compute) {
+    if (Result<void> ok = compute->Validate(); !ok) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "model " + name + " compute: " + ok.error().message);
+    }
   }
   return ValidateLayers(draft.layers, "model " + name + " draft");
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "calibration_fit.h"
@@ -35,6 +36,7 @@ Result<void> LoadPresets(const CalibrationData& data,
       for (const auto& [j, tie] : spec.tied) {
         if (!tie.ratio_of.empty()) todo.push_back(tie.ratio_of);
       }
+      for (const auto& [j, other] : spec.from) todo.push_back(other);
       fitter.specs[name] = std::move(spec);
     } catch (const std::exception& e) {
       return Fail(ErrorCode::kInvalidArgument,
@@ -103,17 +105,54 @@ double Change(const CostModel& a, const CostModel& b) {
   return most;
 }
 
-// Rounds of fits until no coefficient moves by more than 1e-9 relatively.
+// The sum of squared relative errors of every fitted timed figure, under
+// `costs` (by preset; a preset not there: its current cost).
+double Misfit(const Fitter& fitter,
+              const std::map<std::string, CostModel>& costs) {
+  double sum = 0.0;
+  for (const Case& c : fitter.cases) {
+    const std::string& name = c.measured.preset;
+    const std::vector<std::string>& ids = fitter.specs.at(name).figures;
+    if (!c.run || std::find(ids.begin(), ids.end(), c.measured.id) == ids.end())
+      continue;
+    const auto it = costs.find(name);
+    const CostModel& cost =
+        it != costs.end() ? it->second : fitter.presets.at(name).cost;
+    const double e = internal::ModelValue(c, cost) / c.measured.value - 1.0;
+    sum += e * e;
+  }
+  return sum;
+}
+
+// Rounds of fits until no coefficient moves by more than 1e-9 relatively,
+// or the fits come back to where they were two rounds before: a step near
+// the roofline's ridge can bind on either side, and the two fits that
+// assign it each way may alternate (they differ by under 1 % here).
 Result<std::uint32_t> FitRounds(Fitter& fitter, std::uint32_t max_rounds) {
+  std::map<std::string, CostModel> before_last;
   for (std::uint32_t round = 1; round <= max_rounds; ++round) {
     double moved = 0.0;
+    double cycle = round > 2 ? 0.0 : 1.0;
+    std::map<std::string, CostModel> last;
     for (auto& [name, preset] : fitter.presets) {
       Result<CostModel> cost = fitter.Fit(name, fitter.CasesOf(name, ""));
       if (!cost) return tl::unexpected(cost.error());
       moved = std::max(moved, Change(preset.cost, *cost));
+      if (round > 2) cycle = std::max(cycle, Change(before_last[name], *cost));
+      last[name] = preset.cost;
       preset.cost = std::move(*cost);
     }
     if (moved < 1e-9) return round;
+    if (cycle < 1e-9) {
+      // Of the two, the fits that match the figures better.
+      if (Misfit(fitter, last) < Misfit(fitter, {})) {
+        for (auto& [name, preset] : fitter.presets) {
+          preset.cost = last.at(name);
+        }
+      }
+      return round;
+    }
+    before_last = std::move(last);
   }
   return max_rounds;
 }
@@ -138,6 +177,17 @@ FigureResult Evaluate(const Fitter& fitter, const Case& c) {
       .model_concurrency = c.capacity.engine_max_concurrency};
   r.error = r.model / c.measured.value - 1.0;
   if (!c.run) return r;
+  if (const std::optional<internal::Features> seconds =
+          internal::SecondsByTerm(c, preset.cost)) {
+    const auto most = std::max_element(seconds->begin(), seconds->end());
+    double total = 0.0;
+    for (double v : *seconds) total += v;
+    if (total > 0.0) {
+      r.dominant_term =
+          kCostCoefficients[static_cast<std::size_t>(most - seconds->begin())];
+      r.dominant_share = *most / total;
+    }
+  }
   if (!r.fitted) {
     r.held_out_model = r.model;
   } else {
@@ -160,6 +210,25 @@ FigureResult Evaluate(const Fitter& fitter, const Case& c) {
 double Speed(const MeasuredFigure& m, double value) {
   const bool time = m.figure.ends_with("_s") && !m.figure.ends_with("_per_s");
   return time ? 1.0 / value : value;
+}
+
+void TermTable(CalibrationReport& report) {
+  for (std::string_view term : kCostCoefficients) {
+    TermErrors t{.term = std::string(term)};
+    std::vector<double> fitted;
+    std::vector<double> held_out;
+    for (const FigureResult& f : report.figures) {
+      if (f.dominant_term != term) continue;
+      ++t.figures;
+      if (f.fitted) fitted.push_back(std::abs(f.error));
+      if (f.held_out_error) held_out.push_back(std::abs(*f.held_out_error));
+    }
+    if (t.figures == 0) continue;
+    t.median_fitted_error = Median(fitted);
+    t.held_out = held_out.size();
+    t.median_held_out_error = Median(held_out);
+    report.terms.push_back(std::move(t));
+  }
 }
 
 void Rankings(CalibrationReport& report) {
@@ -224,6 +293,7 @@ Result<CalibrationReport> Calibrate(const CalibrationData& data,
   report.median_held_out_error = Median(held_out);
   report.median_independent_error = Median(independent);
   Rankings(report);
+  TermTable(report);
   for (auto& [name, preset] : fitter.presets) {
     report.presets.push_back(std::move(preset));
   }

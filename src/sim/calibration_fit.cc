@@ -35,8 +35,16 @@ std::optional<ScenarioFigure> FigureOf(const Case& c, const CostModel& cost) {
 Role FitSpec::RoleOf(std::size_t j) const {
   if (std::find(free.begin(), free.end(), j) != free.end()) return Role::kFree;
   if (tied.count(j)) return Role::kTied;
-  if (fixed.count(j) || scaled_from.empty()) return Role::kFixed;
+  if (fixed.count(j) || from.count(j) || scaled_from.empty()) {
+    return Role::kFixed;
+  }
   return Role::kScaled;
+}
+
+double Floor(std::size_t j) {
+  return j == kComputeScale || j == kMemoryScale || j == kLinkScale
+             ? kLeastScale
+             : 0.0;
 }
 
 std::size_t FitSpec::Unknowns() const {
@@ -53,6 +61,10 @@ FitSpec FitOf(const Json& fit) {
     } else if (key == "fixed") {
       for (const auto& [n, v] : value.items()) {
         spec.fixed[CoefIndex(n)] = v.get<double>();
+      }
+    } else if (key == "from") {
+      for (const auto& [n, v] : value.items()) {
+        spec.from[CoefIndex(n)] = v.get<std::string>();
       }
     } else if (key == "tied") {
       for (const auto& [n, v] : value.items()) {
@@ -85,17 +97,35 @@ std::optional<Row> RowOf(const Case& c, const CostModel& cost) {
   const std::vector<StepShape>& steps = c.run->result.step_shapes;
   for (std::uint64_t s = f->first_step; s <= f->last_step; ++s) {
     for (std::size_t i = 0; i < kN; ++i) {
-      row.features[i] += Feature(steps[s], i);
+      row.features[i] += Feature(cost, steps[s], i);
     }
   }
   row.features[kServingCoefficient] += f->serving;
   return row;
 }
 
+std::optional<Features> SecondsByTerm(const Case& c, const CostModel& cost) {
+  const std::optional<Row> row = RowOf(c, cost);
+  if (!row) return std::nullopt;
+  Features seconds{};
+  for (std::size_t i = 0; i < kN; ++i) {
+    seconds[i] = Coefficient(cost, i) * row->features[i];
+  }
+  return seconds;
+}
+
 double ModelValue(const Case& c, const CostModel& cost) {
   if (!c.run) return static_cast<double>(c.capacity.engine_pool_tokens);
   const std::optional<ScenarioFigure> f = FigureOf(c, cost);
   return f ? f->value : 0.0;
+}
+
+double Fitter::FixedValue(const std::string& name, std::size_t j) const {
+  const FitSpec& spec = specs.at(name);
+  if (spec.fixed.count(j)) return spec.fixed.at(j);
+  if (spec.from.count(j))
+    return Coefficient(presets.at(spec.from.at(j)).cost, j);
+  return Coefficient(presets.at(name).cost, j);
 }
 
 double Fitter::Factor(const Tie& tie, std::size_t j) const {
@@ -112,18 +142,17 @@ void Fitter::AddTo(const std::string& name, std::size_t j, double f,
   const FitSpec& spec = specs.at(name);
   switch (spec.RoleOf(j)) {
     case Role::kFree:
+      // The unknown is the part above the coefficient's floor.
       col[static_cast<std::size_t>(
           std::find(spec.free.begin(), spec.free.end(), j) -
           spec.free.begin())] += f;
+      constant += Floor(j) * f;
       break;
     case Role::kScaled:
       col.back() += Coefficient(presets.at(spec.scaled_from).cost, j) * f;
       break;
     default:
-      constant +=
-          (spec.fixed.count(j) ? spec.fixed.at(j)
-                               : Coefficient(presets.at(name).cost, j)) *
-          f;
+      constant += FixedValue(name, j) * f;
   }
 }
 
@@ -165,15 +194,15 @@ CostModel Fitter::CostOf(const std::string& name,
     double v = Coefficient(out, j);
     switch (spec.RoleOf(j)) {
       case Role::kFree:
-        v = x[static_cast<std::size_t>(
-            std::find(spec.free.begin(), spec.free.end(), j) -
-            spec.free.begin())];
+        v = Floor(j) + x[static_cast<std::size_t>(
+                           std::find(spec.free.begin(), spec.free.end(), j) -
+                           spec.free.begin())];
         break;
       case Role::kScaled:
         v = x.back() * Coefficient(presets.at(spec.scaled_from).cost, j);
         break;
       case Role::kFixed:
-        if (spec.fixed.count(j)) v = spec.fixed.at(j);
+        v = FixedValue(name, j);
         break;
       case Role::kTied:
         continue;

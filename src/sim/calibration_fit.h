@@ -29,6 +29,8 @@ struct FitSpec {
   std::vector<std::string> figures;
   std::vector<std::size_t> free;
   std::map<std::size_t, double> fixed;
+  // Fixed at another preset's value (its fitted one).
+  std::map<std::size_t, std::string> from;
   std::map<std::size_t, Tie> tied;
   std::string scaled_from;
 
@@ -54,6 +56,14 @@ struct Row {
 };
 std::optional<Row> RowOf(const Case& c, const CostModel& cost);
 
+// Each coefficient's seconds in the figure's span under `cost` (serving_s:
+// the serving time the figure includes); nullopt as RowOf.
+std::optional<Features> SecondsByTerm(const Case& c, const CostModel& cost);
+
+// The least value of coefficient j: kLeastScale for the physical scales
+// (an efficiency of at most 1), else 0.
+double Floor(std::size_t j);
+
 // The model's value of the figure under `cost` (capacity: the engine's
 // pool tokens).
 double ModelValue(const Case& c, const CostModel& cost);
@@ -73,6 +83,9 @@ struct Fitter {
 
  private:
   double Factor(const Tie& tie, std::size_t j) const;
+  // A fixed coefficient's value: its "fixed" number, another preset's
+  // ("from"), or the preset's own.
+  double FixedValue(const std::string& name, std::size_t j) const;
   CostModel CostOf(const std::string& name, const std::vector<double>& x) const;
   void AddTo(const std::string& name, std::size_t j, double f,
              std::vector<double>& col, double& constant) const;

@@ -123,6 +123,9 @@ class Cluster {
           const SimulationOptions& options)
       : workload_(workload),
         options_(options),
+        prefill_s_per_token_(PrefillSecondsPerToken(
+            options.cost, options.limits.max_num_batched_tokens)),
+        decode_s_per_request_(DecodeSecondsPerRequest(options.cost, {})),
         arrivals_(workload, options.arrivals, options.concurrency),
         routed_(workload.size(), 0) {
     figures_.instances = options.instances;
@@ -283,12 +286,10 @@ class Cluster {
   // (routed there and not yet admitted included) and running decodes.
   double Load(std::size_t i) const {
     const Engine& engine = *members_[i].engine;
-    const CostModel& cost = options_.cost;
     return static_cast<double>(engine.OutstandingPrefillTokens() +
                                members_[i].feed->pending_tokens()) *
-               cost.prefill_token_s +
-           static_cast<double>(engine.num_running()) *
-               (cost.decode_token_s + cost.request_s);
+               prefill_s_per_token_ +
+           static_cast<double>(engine.num_running()) * decode_s_per_request_;
   }
 
   void Route(std::size_t index, double time_s) {
@@ -307,7 +308,7 @@ class Cluster {
         const double cost =
             static_cast<double>(prompt -
                                 std::min(prompt, Counted(matches[i]))) *
-                options_.cost.prefill_token_s +
+                prefill_s_per_token_ +
             Load(i);
         if (cost < best) {
           best = cost;
@@ -346,6 +347,9 @@ class Cluster {
 
   std::span<const SimRequest> workload_;
   const SimulationOptions& options_;
+  // The cost model's estimates of queued work, for the routers.
+  double prefill_s_per_token_;
+  double decode_s_per_request_;
   Arrivals arrivals_;
   std::unique_ptr<ClusterIndex> index_;
   // Tiers the instances share; before members_, whose engines use them.

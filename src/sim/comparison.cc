@@ -63,6 +63,7 @@ Result<SimulationResult> RunOne(const RunSpec& r, CostModel* cost_out) {
   if (!engine) return tl::unexpected(engine.error());
   engine->cache = r.config->cache;
   engine->page_bytes = r.config->page_bytes;
+  if (r.config->physics) engine->cost.physics = r.config->physics;
   engine->lookup_repeats = r.lookup_repeats;
   if (r.scenario != nullptr) {
     engine->concurrency = ScenarioConcurrency(*r.scenario);

@@ -1,5 +1,6 @@
 #include "hkv/cost_model.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -23,9 +24,15 @@ constexpr double CostModel::*kMembers[] = {&CostModel::step_s,
                                            &CostModel::state_write_s,
                                            &CostModel::draft_token_s,
                                            &CostModel::copy_byte_s,
-                                           &CostModel::serving_s};
+                                           &CostModel::serving_s,
+                                           &CostModel::compute_scale,
+                                           &CostModel::memory_scale,
+                                           &CostModel::link_scale};
 static_assert(std::size(kMembers) == kCostCoefficients.size());
 static_assert(kCostCoefficients[kServingCoefficient] == "serving_s");
+static_assert(kCostCoefficients[kComputeScale] == "compute_scale");
+static_assert(kCostCoefficients[kMemoryScale] == "memory_scale");
+static_assert(kCostCoefficients[kLinkScale] == "link_scale");
 
 double* Find(CostModel& model, std::string_view key) {
   for (std::size_t i = 0; i < kCostCoefficients.size(); ++i) {
@@ -52,6 +59,21 @@ std::string KnownKeys() {
   return keys;
 }
 
+// The physical scales' features: each side's seconds at the peaks, the
+// side of the roofline that does not bind under the model's scales 0.
+double PhysicalFeature(const CostModel& model, const StepShape& shape,
+                       std::size_t i) {
+  if (!model.physics || shape.IsEmpty()) return 0.0;
+  const PeakSeconds peak = PhysicalSeconds(*model.physics, shape);
+  if (i == kLinkScale) return peak.link;
+  // Unfitted scales (0) compare the sides at their peaks.
+  const bool compute_binds =
+      std::max(model.compute_scale, kLeastScale) * peak.compute >=
+      std::max(model.memory_scale, kLeastScale) * peak.memory;
+  if (i == kComputeScale) return compute_binds ? peak.compute : 0.0;
+  return compute_binds ? 0.0 : peak.memory;
+}
+
 }  // namespace
 
 Result<void> CostModel::Validate() const {
@@ -64,8 +86,9 @@ Result<void> CostModel::Validate() const {
   return {};
 }
 
-double Feature(const StepShape& shape, std::size_t i) {
+double Feature(const CostModel& model, const StepShape& shape, std::size_t i) {
   HKV_REQUIRE(i < kCostCoefficients.size(), "no such cost coefficient");
+  if (i >= kComputeScale) return PhysicalFeature(model, shape, i);
   const auto d = [](std::uint64_t v) { return static_cast<double>(v); };
   switch (i) {
     case 0:
@@ -115,9 +138,38 @@ double StepSeconds(const CostModel& model, const StepShape& shape) {
   if (shape.IsEmpty()) return 0.0;
   double seconds = 0.0;
   for (std::size_t i = 0; i < kCostCoefficients.size(); ++i) {
-    seconds += model.*kMembers[i] * Feature(shape, i);
+    seconds += model.*kMembers[i] * Feature(model, shape, i);
   }
   return seconds;
+}
+
+double PrefillSecondsPerToken(const CostModel& model, std::uint32_t chunk) {
+  if (chunk == 0) return 0.0;
+  const std::uint32_t topk = model.physics ? model.physics->attention_topk : 0;
+  const StepShape shape{
+      .prefill_tokens = chunk,
+      .prefill_attention_pairs = PrefillAttentionPairs(0, chunk),
+      .requests = 1,
+      .sparse_attention_pairs = SparseAttentionPairs(0, chunk, topk)};
+  return StepSeconds(model, shape) / chunk;
+}
+
+double DecodeSecondsPerRequest(const CostModel& model, DecodeBatch batch) {
+  if (batch.requests == 0) return 0.0;
+  const std::uint32_t topk = model.physics ? model.physics->attention_topk : 0;
+  const std::uint64_t n = batch.requests;
+  const std::uint64_t end = std::uint64_t{batch.context} + 1;
+  const StepShape shape{
+      .decode_tokens = n,
+      .decode_context_tokens = n * end,
+      .requests = batch.requests,
+      .decode_attention_pairs =
+          static_cast<double>(n) * PrefillAttentionPairs(batch.context, end),
+      .sparse_attention_pairs = static_cast<double>(n) *
+                                SparseAttentionPairs(batch.context, end, topk),
+      .decode_sparse_keys =
+          n * (topk == 0 ? end : std::min<std::uint64_t>(end, topk))};
+  return StepSeconds(model, shape) / static_cast<double>(n);
 }
 
 Result<CostModel> CostModelPreset(std::string_view name) {

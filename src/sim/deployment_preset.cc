@@ -84,6 +84,12 @@ DeploymentPreset PresetOf(const Json& j) {
       Result<CostModel> cost = ApplyCostJson({}, value.dump());
       Check(cost);
       p.cost = *cost;
+    } else if (key == "hardware") {
+      p.hardware = value.get<std::string>();
+    } else if (key == "gemm_precision") {
+      Result<Precision> precision = ParsePrecision(value.get<std::string>());
+      Check(precision);
+      p.gemm_precision = *precision;
     } else if (key == "source") {
       p.sources = value.get<std::vector<std::string>>();
     } else if (key == "fit") {
@@ -118,7 +124,24 @@ Result<DeploymentPreset> ParseDeploymentPreset(std::string_view json_text) {
   if (Result<void> ok = preset.cost.Validate(); !ok) {
     return tl::unexpected(ok.error());
   }
+  if (!preset.hardware.empty()) {
+    Result<PhysicalCost> physics = PresetPhysics(preset, preset.spec);
+    if (!physics) {
+      return Fail(physics.error().code, "deployment preset " + preset.name +
+                                            ": " + physics.error().message);
+    }
+    preset.cost.physics = std::move(*physics);
+  }
   return preset;
+}
+
+Result<PhysicalCost> PresetPhysics(const DeploymentPreset& preset,
+                                   const DeploymentSpec& spec) {
+  Result<HardwareSpec> hardware = LoadHardwarePreset(preset.hardware);
+  if (!hardware) return tl::unexpected(hardware.error());
+  Result<ModelSpec> model = LoadPreset(spec.model);
+  if (!model) return tl::unexpected(model.error());
+  return ResolvePhysicalCost(*model, spec, *hardware, preset.gemm_precision);
 }
 
 std::vector<std::string> DeploymentPresetNames() {

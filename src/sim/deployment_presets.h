@@ -1,6 +1,6 @@
-// The deployment presets of data/deployments/, compiled in (the build
-// generates deployment_presets.cc from deployment_presets.cc.in and the JSON
-// files).
+// The deployment presets of data/deployments/ and the hardware presets of
+// data/hardware/, compiled in (the build generates deployment_presets.cc and
+// hardware_presets.cc from their .cc.in templates and the JSON files).
 #pragma once
 
 #include <span>
@@ -15,5 +15,6 @@ struct DeploymentPresetText {
 
 // Every preset, in file-name order.
 std::span<const DeploymentPresetText> DeploymentPresetTexts();
+std::span<const DeploymentPresetText> HardwarePresetTexts();
 
 }  // namespace hkv::internal

@@ -196,12 +196,22 @@ void Engine::Account(std::size_t index) {
   budget_left_ -= live.scheduled;
   const std::uint64_t end = std::uint64_t{live.computed} + live.scheduled;
   const auto dcp = static_cast<double>(options_.cache.dcp);
+  const std::uint32_t topk =
+      options_.cost.physics ? options_.cost.physics->attention_topk : 0;
   ++shape_.requests;
+  shape_.sparse_attention_pairs +=
+      SparseAttentionPairs(live.computed, end, topk) / dcp;
   if (live.decoding) {
     shape_.decode_tokens += live.scheduled;
     shape_.draft_tokens += live.drafts;
     shape_.decode_context_tokens +=
         (end + options_.cache.dcp - 1) / options_.cache.dcp;
+    shape_.decode_attention_pairs +=
+        PrefillAttentionPairs(live.computed, end) / dcp;
+    const std::uint64_t keys =
+        topk == 0 ? end : std::min<std::uint64_t>(end, topk);
+    shape_.decode_sparse_keys +=
+        (keys + options_.cache.dcp - 1) / options_.cache.dcp;
   } else {
     shape_.prefill_tokens += live.scheduled;
     shape_.prefill_attention_pairs +=
@@ -235,6 +245,9 @@ void Engine::RecordShape() {
   t.copies += shape_.copies;
   t.copy_bytes += shape_.copy_bytes;
   t.sampled_tokens += shape_.sampled_tokens;
+  t.decode_attention_pairs += shape_.decode_attention_pairs;
+  t.sparse_attention_pairs += shape_.sparse_attention_pairs;
+  t.decode_sparse_keys += shape_.decode_sparse_keys;
   if (options_.record_steps) result_.step_shapes.push_back(shape_);
 }
 

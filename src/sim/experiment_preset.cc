@@ -120,6 +120,18 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
   resolved->cache.retention_interval = o.retention_interval;
   resolved->cache.retention = *retention;
   resolved->cache.free_order = o.free_order;
+  std::optional<PhysicalCost> physics;
+  if (Result<DeploymentPreset> cost = LoadDeploymentPreset(o.cost_model);
+      cost && !cost->hardware.empty()) {
+    // The cost preset's hardware and efficiencies, this model and width.
+    Result<PhysicalCost> resolved_physics = PresetPhysics(*cost, spec);
+    if (!resolved_physics) {
+      return Named(
+          "--model " + spec.model + " with --cost-model " + o.cost_model,
+          resolved_physics.error());
+    }
+    physics = std::move(*resolved_physics);
+  }
   EngineFlags engine =
       EngineFlagsFor(resolved->cache, {.tp = spec.tp,
                                        .context_tokens = spec.context_tokens,
@@ -133,7 +145,8 @@ Result<SimConfig> DeploymentConfig(const std::string& geometry,
       .capacity = resolved->capacity,
       .max_model_len = spec.context_tokens,
       .split_pools_by_workload = spec.pools == PoolLayout::kPerGroupByWorkload,
-      .engine = std::move(engine)};
+      .engine = std::move(engine),
+      .physics = std::move(physics)};
 }
 
 }  // namespace hkv

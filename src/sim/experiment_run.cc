@@ -39,6 +39,7 @@ Result<SimRun> RunOne(SimConfig config, SimulationOptions engine,
   }
   engine.cache = config.cache;
   engine.page_bytes = config.page_bytes;
+  if (config.physics) engine.cost.physics = config.physics;
   if (progress) {
     engine.progress = [&progress, label = config.label](std::size_t done,
                                                         std::size_t total) {

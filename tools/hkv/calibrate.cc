@@ -62,15 +62,34 @@ std::string Number(double v) {
                              : fmt::format("{:.4g}", v);
 }
 
+// "compute_scale 71%": the term with most of a figure's seconds.
+std::string Dominant(const FigureResult& f) {
+  return f.dominant_term.empty() ? std::string("-")
+                                 : fmt::format("{} {:.0f}%", f.dominant_term,
+                                               100.0 * f.dominant_share);
+}
+
+void PrintTerms(const CalibrationReport& r) {
+  fmt::print("{:<22}{:>8}{:>14}{:>10}{:>16}\n", "dominant term", "figures",
+             "fitted |err|", "held out", "held-out |err|");
+  for (const TermErrors& t : r.terms) {
+    fmt::print("{:<22}{:>8}{:>13.1f}%{:>10}{:>15.1f}%\n", t.term, t.figures,
+               100 * t.median_fitted_error, t.held_out,
+               100 * t.median_held_out_error);
+  }
+}
+
 void PrintText(const CalibrationReport& r) {
-  fmt::print("{:<36}{:>10}{:>10}{:>8}{:>7}{:>10}{:>8}\n", "figure", "measured",
-             "model", "error", "use", "held-out", "error");
+  fmt::print("{:<36}{:>10}{:>10}{:>8}{:>7}{:>10}{:>8}  {}\n", "figure",
+             "measured", "model", "error", "use", "held-out", "error",
+             "dominant term");
   for (const FigureResult& f : r.figures) {
-    fmt::print("{:<36}{:>10}{:>10}{:>8}{:>7}{:>10}{:>8}\n", f.measured.id,
+    fmt::print("{:<36}{:>10}{:>10}{:>8}{:>7}{:>10}{:>8}  {}\n", f.measured.id,
                Number(f.measured.value), Number(f.model), Percent(f.error),
                UseOf(f), f.held_out_model ? Number(*f.held_out_model) : "-",
-               Percent(f.held_out_error));
+               Percent(f.held_out_error), Dominant(f));
   }
+  PrintTerms(r);
   fmt::print(
       "median |error|: fitted {:.1f}%, held out {:.1f}%, held-out figures "
       "{:.1f}%\n",
@@ -106,6 +125,10 @@ nlohmann::json ReportJson(const CalibrationReport& r) {
                         {"independent", f.measured.independent}};
     if (f.held_out_model) j["held_out_model"] = *f.held_out_model;
     if (f.held_out_error) j["held_out_error"] = *f.held_out_error;
+    if (!f.dominant_term.empty()) {
+      j["dominant_term"] = f.dominant_term;
+      j["dominant_share"] = f.dominant_share;
+    }
     if (f.measured.scenario.empty()) {
       j["measured_concurrency"] = f.measured.concurrency;
       j["model_concurrency"] = f.model_concurrency;
@@ -118,6 +141,14 @@ nlohmann::json ReportJson(const CalibrationReport& r) {
                                {"measured_gap", k.measured_gap},
                                {"model_gap", k.model_gap},
                                {"agrees", k.agrees}});
+  }
+  for (const TermErrors& t : r.terms) {
+    out["terms"].push_back(
+        {{"term", t.term},
+         {"figures", t.figures},
+         {"median_fitted_error", t.median_fitted_error},
+         {"held_out", t.held_out},
+         {"median_held_out_error", t.median_held_out_error}});
   }
   for (const DeploymentPreset& p : r.presets) {
     out["presets"][p.name] = nlohmann::json::parse(CostJson(p.cost));
