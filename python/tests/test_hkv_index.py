@@ -554,3 +554,70 @@ def test_hkv_index_forgets_what_a_frame_over_its_limit_cost():
     finally:
         if index is not None:
             index.stop()
+
+
+def _traffic(engines, seed, count):
+    """Each engine computes `count` prompts of a shared family and its own
+    (its 400 blocks overflow, so the streams remove keys as well)."""
+    import random
+    rng = random.Random(seed)
+    prompts = []
+    for i in range(count):
+        for e, engine in enumerate(engines):
+            base = PROMPT[:rng.choice((0, 64, 128))]
+            tokens = base + [rng.randrange(10000, 20000)
+                             for _ in range(rng.randrange(200, 400))]
+            # Two chunks: the recurrent state is kept where the first ends.
+            cut = len(tokens) // 32 * 16
+            engine.prefill(f"s{seed}-{i}-{e}", tokens,
+                           [cut, len(tokens) - cut])
+            prompts.append(tokens)
+    return prompts
+
+
+def _caught_up(replicas, engines):
+    for replica in replicas:
+        for i, engine in enumerate(engines):
+            wait_until(lambda r=replica, i=i, e=engine:
+                       r.value("hkv_index_batches_total", i) >=
+                       e.publisher.counters.published,
+                       f"instance {i}'s batches at a replica")
+
+
+def test_replicas_answer_identically_after_one_restarts():
+    """Three `hkv index` replicas share nothing but the engines' streams.
+    One is killed, the engines go on (storing and evicting), and the one
+    restarted catches up by replay (the probe of an instance it never
+    heard asks the history from 0, with no new batch published): all three
+    answer every prompt as the engines' own lookups do."""
+    engines = [Engine(), Engine(), Engine()]
+    endpoints = [f"{e.publisher.endpoint},{e.publisher.replay_endpoint}"
+                 for e in engines]
+    replicas = []
+    try:
+        replicas = [Index(endpoints) for _ in range(3)]
+        for replica in replicas:
+            for i, engine in enumerate(engines):
+                join(replica, i, engine.publish)
+        prompts = _traffic(engines, 1, 12)
+        _caught_up(replicas, engines)
+        replicas[1].stop()
+        prompts += _traffic(engines, 2, 12)
+        assert sum(e.kv.take_events() == [] for e in engines) == 3
+        replicas[1] = Index(endpoints)  # nothing is published meanwhile
+        _caught_up(replicas, engines)
+        assert replicas[1].value("hkv_index_replays_total", 0) >= 1
+        removed = sum(replicas[0].value("hkv_index_removed_keys_total", i)
+                      + replicas[0].value("hkv_index_evicted_keys_total", i)
+                      for i in range(3))
+        assert removed > 0
+        queries = prompts[::3] + [QUERY, OTHER]
+        for tokens in queries:
+            expected = [e.lookup(tokens) for e in engines]
+            for replica in replicas:
+                assert matches(replica, tokens) == expected
+        assert any(m["hybrid_tokens"] > 0 for tokens in queries
+                   for m in matches(replicas[1], tokens))
+    finally:
+        for replica in replicas:
+            replica.stop()
