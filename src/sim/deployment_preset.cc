@@ -1,6 +1,5 @@
 // The deployment presets of data/deployments/ (format in
 // docs/calibration.md).
-#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -145,27 +144,14 @@ Result<PhysicalCost> PresetPhysics(const DeploymentPreset& preset,
 }
 
 std::vector<std::string> DeploymentPresetNames() {
-  std::vector<std::string> names;
-  for (const internal::DeploymentPresetText& p :
-       internal::DeploymentPresetTexts()) {
-    names.emplace_back(p.name);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
+  return internal::SortedNames(internal::DeploymentPresetTexts());
 }
 
 Result<DeploymentPreset> LoadDeploymentPreset(std::string_view name) {
-  for (const internal::DeploymentPresetText& p :
-       internal::DeploymentPresetTexts()) {
-    if (p.name == name) return ParseDeploymentPreset(p.json);
-  }
-  std::string known;
-  for (const std::string& n : DeploymentPresetNames()) {
-    known += (known.empty() ? "" : ", ") + n;
-  }
-  return Fail(ErrorCode::kNotFound, "unknown deployment preset \"" +
-                                        std::string(name) +
-                                        "\" (presets: " + known + ")");
+  Result<std::string_view> json = internal::FindPresetJson(
+      internal::DeploymentPresetTexts(), name, "deployment preset");
+  if (!json) return tl::unexpected(json.error());
+  return ParseDeploymentPreset(*json);
 }
 
 }  // namespace hkv

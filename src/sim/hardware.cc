@@ -1,7 +1,6 @@
 // The hardware presets of data/hardware/ (hkv/hardware.h).
 #include "hkv/hardware.h"
 
-#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -114,26 +113,14 @@ Result<HardwareSpec> ParseHardwarePreset(std::string_view json_text) {
 }
 
 Result<HardwareSpec> LoadHardwarePreset(std::string_view name) {
-  for (const internal::DeploymentPresetText& p :
-       internal::HardwarePresetTexts()) {
-    if (p.name == name) return ParseHardwarePreset(p.json);
-  }
-  std::string known;
-  for (const std::string& n : HardwarePresetNames()) {
-    known += (known.empty() ? "" : ", ") + n;
-  }
-  return Fail(ErrorCode::kNotFound, "unknown hardware \"" + std::string(name) +
-                                        "\" (presets: " + known + ")");
+  Result<std::string_view> json = internal::FindPresetJson(
+      internal::HardwarePresetTexts(), name, "hardware");
+  if (!json) return tl::unexpected(json.error());
+  return ParseHardwarePreset(*json);
 }
 
 std::vector<std::string> HardwarePresetNames() {
-  std::vector<std::string> names;
-  for (const internal::DeploymentPresetText& p :
-       internal::HardwarePresetTexts()) {
-    names.emplace_back(p.name);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
+  return internal::SortedNames(internal::HardwarePresetTexts());
 }
 
 }  // namespace hkv
