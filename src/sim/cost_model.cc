@@ -1,6 +1,7 @@
 #include "hkv/cost_model.h"
 
 #include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -59,19 +60,19 @@ std::string KnownKeys() {
   return keys;
 }
 
-// The physical scales' features: each side's seconds at the peaks, the
-// side of the roofline that does not bind under the model's scales 0.
-double PhysicalFeature(const CostModel& model, const StepShape& shape,
-                       std::size_t i) {
-  if (!model.physics || shape.IsEmpty()) return 0.0;
+// The physical scales' features (compute, memory, link): each side's
+// seconds at the peaks, the side of the roofline that does not bind under
+// the model's scales 0; all 0 without a physical part.
+std::array<double, 3> PhysicalFeatures(const CostModel& model,
+                                       const StepShape& shape) {
+  if (!model.physics || shape.IsEmpty()) return {};
   const PeakSeconds peak = PhysicalSeconds(*model.physics, shape);
-  if (i == kLinkScale) return peak.link;
   // Unfitted scales (0) compare the sides at their peaks.
   const bool compute_binds =
       std::max(model.compute_scale, kLeastScale) * peak.compute >=
       std::max(model.memory_scale, kLeastScale) * peak.memory;
-  if (i == kComputeScale) return compute_binds ? peak.compute : 0.0;
-  return compute_binds ? 0.0 : peak.memory;
+  return {compute_binds ? peak.compute : 0.0, compute_binds ? 0.0 : peak.memory,
+          peak.link};
 }
 
 }  // namespace
@@ -88,7 +89,8 @@ Result<void> CostModel::Validate() const {
 
 double Feature(const CostModel& model, const StepShape& shape, std::size_t i) {
   HKV_REQUIRE(i < kCostCoefficients.size(), "no such cost coefficient");
-  if (i >= kComputeScale) return PhysicalFeature(model, shape, i);
+  if (i >= kComputeScale)
+    return PhysicalFeatures(model, shape)[i - kComputeScale];
   const auto d = [](std::uint64_t v) { return static_cast<double>(v); };
   switch (i) {
     case 0:
@@ -137,8 +139,13 @@ std::uint64_t BoundariesReached(std::uint64_t start, std::uint64_t end,
 double StepSeconds(const CostModel& model, const StepShape& shape) {
   if (shape.IsEmpty()) return 0.0;
   double seconds = 0.0;
-  for (std::size_t i = 0; i < kCostCoefficients.size(); ++i) {
+  for (std::size_t i = 0; i < kComputeScale; ++i) {
     seconds += model.*kMembers[i] * Feature(model, shape, i);
+  }
+  // The physical part's three features from one roofline, not one each.
+  const std::array<double, 3> physical = PhysicalFeatures(model, shape);
+  for (std::size_t i = kComputeScale; i < kCostCoefficients.size(); ++i) {
+    seconds += model.*kMembers[i] * physical[i - kComputeScale];
   }
   return seconds;
 }

@@ -345,14 +345,22 @@ class _HeldLoads:
         monkeypatch.setattr(hkv_connector.HkvConnector, "_load", held)
 
 
-def test_other_requests_run_while_a_load_is_in_flight(monkeypatch):
+def _stored_then_held(seed, monkeypatch):
+    """A hybrid engine with asynchronous loads that served one prompt and
+    dropped its GPU cache (the tier holds it), its loads held back:
+    (scheduler, worker, model, prompt, _HeldLoads)."""
     scheduler, worker, model = _engine(KINDS["hybrid"], "host:256MiB",
                                        load="async")
-    prompt = _prompts(32, count=1)[0]
+    prompt = _prompts(seed, count=1)[0]
     rig.serve(scheduler, worker, model, [prompt], "a")
     rig.settle(scheduler, worker, model)
     assert scheduler.reset_prefix_cache()
-    held = _HeldLoads(monkeypatch)
+    return scheduler, worker, model, prompt, _HeldLoads(monkeypatch)
+
+
+def test_other_requests_run_while_a_load_is_in_flight(monkeypatch):
+    scheduler, worker, model, prompt, held = _stored_then_held(32,
+                                                               monkeypatch)
     requests = {}
     decode = rig.request("d", _filler(33, count=1, length=40)[0],
                          max_tokens=200)
@@ -382,13 +390,8 @@ def test_other_requests_run_while_a_load_is_in_flight(monkeypatch):
 
 def test_an_abort_during_a_load_frees_the_blocks_once_it_is_done(
         monkeypatch):
-    scheduler, worker, model = _engine(KINDS["hybrid"], "host:256MiB",
-                                       load="async")
-    prompt = _prompts(34, count=1)[0]
-    rig.serve(scheduler, worker, model, [prompt], "a")
-    rig.settle(scheduler, worker, model)
-    assert scheduler.reset_prefix_cache()
-    held = _HeldLoads(monkeypatch)
+    scheduler, worker, model, prompt, held = _stored_then_held(34,
+                                                               monkeypatch)
     resend = rig.request("b", prompt)
     scheduler.add_request(resend)
     for _ in range(20):
