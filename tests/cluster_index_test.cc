@@ -166,9 +166,12 @@ TEST_F(ClusterIndexTest, ASequenceResetIsARestart) {
             BatchOutcome::kApplied);
   EXPECT_EQ(index_->ApplyBatch(1, 0, Batch(Holding(1, 1)), BatchSource::kLive),
             BatchOutcome::kRestarted);
-  EXPECT_EQ(Match(1).hybrid_tokens, 16u);
+  // Or a late batch 0: held until the stream is back at batch 1.
+  EXPECT_TRUE(index_->held(1));
+  EXPECT_EQ(Match(1), (InstanceMatch{}));
   ASSERT_EQ(index_->ApplyBatch(1, 1, Batch(Holding(2, 2)), BatchSource::kLive),
             BatchOutcome::kApplied);
+  EXPECT_FALSE(index_->held(1));
   EXPECT_EQ(Match(1).hybrid_tokens, 32u);
   // A restart seen past its first batch: cleared, to replay from 0.
   EXPECT_EQ(index_->ApplyBatch(1, 1, Batch({}), BatchSource::kLive),
@@ -177,6 +180,43 @@ TEST_F(ClusterIndexTest, ASequenceResetIsARestart) {
   EXPECT_EQ(index_->expected_sequence(1), 0u);
   EXPECT_EQ(index_->counters(1).restarts, 2u);
   EXPECT_EQ(Match(0), (InstanceMatch{}));  // the other instance is untouched
+}
+
+TEST_F(ClusterIndexTest, ALateBatchHoldsTheInstanceUntilTheStreamIsBack) {
+  ASSERT_EQ(index_->ApplyBatch(0, 0, Batch(Holding(4, 4)), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  for (std::uint64_t s = 1; s <= 3; ++s) {
+    ASSERT_EQ(index_->ApplyBatch(0, s, Batch({}), BatchSource::kLive),
+              BatchOutcome::kApplied);
+  }
+  // Batch 1 again, late (or a restart past its first batch): batches 2 and
+  // 3 may have removed what a replay up to 1 stores, so nothing is claimed
+  // until a batch numbered 3 or more is applied again.
+  EXPECT_EQ(index_->ApplyBatch(0, 1, Batch({}), BatchSource::kLive),
+            BatchOutcome::kGap);
+  // The replay: history lost short of 1 (cleared), 2 unreadable (cleared
+  // again): still held, whatever it holds.
+  ASSERT_EQ(
+      index_->ApplyBatch(0, 1, Batch(Holding(4, 4)), BatchSource::kReplay),
+      BatchOutcome::kHistoryLost);
+  EXPECT_TRUE(index_->held(0));
+  EXPECT_EQ(Match(0), (InstanceMatch{}));
+  EXPECT_EQ(index_->ApplyBatch(0, 2, "\xc1", BatchSource::kReplay),
+            BatchOutcome::kRejected);
+  EXPECT_TRUE(index_->held(0));
+  ASSERT_EQ(index_->ApplyBatch(0, 3, Batch(Holding(2, 2)), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  EXPECT_FALSE(index_->held(0));
+  EXPECT_EQ(Match(0).hybrid_tokens, 32u);
+  // A resync (the dropped connection a restart brings) ends a hold at once.
+  EXPECT_EQ(index_->ApplyBatch(0, 0, Batch({}), BatchSource::kLive),
+            BatchOutcome::kRestarted);
+  EXPECT_TRUE(index_->held(0));
+  index_->Resync(0);
+  EXPECT_FALSE(index_->held(0));
+  ASSERT_EQ(index_->ApplyBatch(0, 0, Batch(Holding(1, 1)), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  EXPECT_EQ(Match(0).hybrid_tokens, 16u);
 }
 
 TEST_F(ClusterIndexTest, AnUnreadableBatchIsCountedAndClearsOnlyItsInstance) {

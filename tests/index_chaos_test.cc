@@ -82,7 +82,8 @@ class Chaos {
                  << hit.chain_tokens << " expected "
                  << index_->expected_sequence(0).value_or(99999) << " next "
                  << next_sequence_ << " held_back "
-                 << (held_back_ ? held_back_->sequence : 99999) << "\n";
+                 << (held_back_ ? held_back_->sequence : 99999) << " held "
+                 << index_->held(0) << "\n";
       }
       RC_ASSERT(m.hybrid_tokens <= hit.num_tokens);
       RC_ASSERT(m.attention_tokens <= hit.chain_tokens);

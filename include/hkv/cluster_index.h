@@ -75,15 +75,19 @@ enum class BatchOutcome {
   // this one is applied (the replay filled the gap) the instance is held:
   // it claims nothing, since the missing batches may have removed keys.
   kGap,
-  // Live, numbered 0 below the next expected number: the engine restarted.
-  // The instance was cleared, then the batch applied. (Past 0 the instance
-  // is cleared too and the outcome is kGap, to replay from 0.)
+  // Live, numbered 0 below the next expected number: the engine restarted,
+  // or a late frame (the two cannot be told apart). The instance was
+  // cleared, then the batch applied; it stays held until a batch numbered
+  // at least the highest it had applied is, or a Resync (which a
+  // restart's dropped connection brings). (Past 0 the instance is cleared
+  // and held too and the outcome is kGap, to replay from 0.)
   kRestarted,
   // A replay could not fill the gap (history lost): the instance was
   // cleared, then the batch applied.
   kHistoryLost,
   // Unreadable (malformed or truncated msgpack, an unknown tag, a group
-  // the layout lacks): the instance was cleared, the batch counted.
+  // the layout lacks): the instance was cleared, the batch counted; a
+  // hold past its number stays.
   kRejected,
 };
 

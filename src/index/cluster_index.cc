@@ -58,9 +58,9 @@ struct ClusterIndex::Impl {
 
   // Forgets what the instance holds (and, when streams say their own
   // encoding, which one its stream uses: a restarted engine may change it).
+  // A hold stays: clearing does not bring the stream to where it was.
   void Clear(Instance& instance) {
     instance.mirror->Clear();
-    instance.held_until.reset();
     instance.hashes = options.hashes;
     ++instance.counters.clears;
   }
@@ -134,6 +134,9 @@ struct ClusterIndex::Impl {
                       std::string_view batch, BatchOutcome success,
                       Error* error) {
     instance.expected = sequence + 1;
+    if (instance.held_until && sequence >= *instance.held_until) {
+      instance.held_until.reset();
+    }
     Result<DecodedBatch> decoded = DecodeFor(instance, batch);
     Result<void> applied =
         decoded ? Apply(instance, decoded->events) : Result<void>();
@@ -146,9 +149,6 @@ struct ClusterIndex::Impl {
       return BatchOutcome::kRejected;
     }
     ++instance.counters.batches;
-    if (instance.held_until && sequence >= *instance.held_until) {
-      instance.held_until.reset();
-    }
     return success;
   }
 };
@@ -235,21 +235,28 @@ BatchOutcome ClusterIndex::ApplyBatch(std::uint32_t instance,
     return impl_->Decode(state, sequence, batch, BatchOutcome::kHistoryLost,
                          error);
   }
-  if (sequence < expected) {  // the live stream restarted
+  if (sequence < expected) {
+    // A restarted publisher numbering again, or a late frame of this
+    // stream: they cannot be told apart, and after a late one the state
+    // would lack what later batches removed. Claim nothing until the
+    // stream is past where it was (a restart's dropped connection resyncs
+    // the instance sooner).
+    const std::uint64_t reached =
+        std::max({expected - 1, sequence, state.held_until.value_or(0)});
     impl_->Clear(state);
     ++counters.restarts;
     state.expected = 0;
+    state.held_until = reached;
     if (sequence == 0) {
       return impl_->Decode(state, sequence, batch, BatchOutcome::kRestarted,
                            error);
     }
     ++counters.gaps;
-    state.held_until = sequence;
     return BatchOutcome::kGap;
   }
   ++counters.gaps;
   if (!state.expected) state.expected = 0;
-  state.held_until = sequence;
+  state.held_until = std::max(sequence, state.held_until.value_or(0));
   return BatchOutcome::kGap;
 }
 
@@ -267,6 +274,7 @@ std::optional<std::uint64_t> ClusterIndex::expected_sequence(
 void ClusterIndex::Clear(std::uint32_t instance) {
   HKV_REQUIRE(instance < num_instances(), "no such instance");
   impl_->Clear(impl_->instances[instance]);
+  impl_->instances[instance].held_until.reset();
   impl_->instances[instance].expected.reset();
   impl_->instances[instance].resync = false;
 }
@@ -274,6 +282,7 @@ void ClusterIndex::Clear(std::uint32_t instance) {
 void ClusterIndex::Resync(std::uint32_t instance) {
   HKV_REQUIRE(instance < num_instances(), "no such instance");
   impl_->Clear(impl_->instances[instance]);
+  impl_->instances[instance].held_until.reset();
   impl_->instances[instance].expected.reset();
   impl_->instances[instance].resync = true;
 }
