@@ -331,6 +331,24 @@ TEST_F(ClusterIndexTest, EachStreamSaysItsOwnHashEncoding) {
   EXPECT_EQ(Match(0).hybrid_tokens, 32u);
 }
 
+TEST_F(ClusterIndexTest, AClearInsideABatchKeepsTheStreamsEncoding) {
+  // The reference engine's reset: AllBlocksCleared, then in the same batch
+  // the next stores, in integers. (The encoding was once forgotten with
+  // the keys, and the stores after it kept as digests: no match.)
+  const auto low64 = [](std::vector<KvEvent> events) {
+    return EncodeEventBatch(events, 1.0, 0, KeyFunction::kSha256Cbor,
+                            HashEncoding::kLow64);
+  };
+  ASSERT_EQ(index_->ApplyBatch(0, 0, low64(Holding(1, 1)), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  std::vector<KvEvent> reset = {AllBlocksCleared{}};
+  for (KvEvent& e : Holding(4, 3)) reset.push_back(std::move(e));
+  ASSERT_EQ(index_->ApplyBatch(0, 1, low64(reset), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  EXPECT_EQ(Match(0),
+            (InstanceMatch{.hybrid_tokens = 48, .attention_tokens = 64}));
+}
+
 TEST(ClusterIndexCreateTest, BadOptionsAreNamed) {
   const auto error = [](const ClusterIndexOptions& options,
                         std::uint32_t instances) {

@@ -133,8 +133,8 @@ class RawPublisher:
 class Index:
     """The `hkv index` subprocess, its stderr read on a thread."""
 
-    def __init__(self, instances):
-        args = [str(cli()), "index", *LAYOUT, "--http", "127.0.0.1:0",
+    def __init__(self, instances, layout=LAYOUT):
+        args = [str(cli()), "index", *layout, "--http", "127.0.0.1:0",
                 "--zmq-bind", "tcp://127.0.0.1:*", "--run-seconds", "300"]
         for instance in instances:
             args += ["--instance", instance]

@@ -110,6 +110,52 @@ MapEvent FromMap(const Object& o) {
   return out;
 }
 
+// The batch's three fields, from an array [ts, events, data_parallel_rank]
+// (the rank may be left out) or, as msgspec encodes a struct without
+// array_like (the upstream engine since its events became maps), a map of
+// the same names (a rank left out or nil; other names skipped).
+struct BatchFields {
+  const Object* ts = nullptr;
+  const Object* events = nullptr;
+  const Object* rank = nullptr;
+};
+
+BatchFields FieldsOf(const Object& o) {
+  BatchFields out;
+  if (o.type != msgpack::type::MAP) {
+    if (o.type != msgpack::type::ARRAY) {
+      Bad("a batch is neither an array nor a map");
+    }
+    const std::span<const Object> batch = ArrayOf(o, "a batch");
+    if (batch.size() < 2 || batch.size() > 3) {
+      Bad("a batch is not [ts, events, data_parallel_rank]");
+    }
+    out.ts = &batch[0];
+    out.events = &batch[1];
+    if (batch.size() == 3) out.rank = &batch[2];
+    return out;
+  }
+  for (const msgpack::object_kv& kv :
+       std::span<const msgpack::object_kv>(o.via.map.ptr, o.via.map.size)) {
+    if (kv.key.type != msgpack::type::STR) {
+      Bad("a batch's field name is not a string");
+    }
+    const std::string_view name(kv.key.via.str.ptr, kv.key.via.str.size);
+    const Object** field = name == "ts"                   ? &out.ts
+                           : name == "events"             ? &out.events
+                           : name == "data_parallel_rank" ? &out.rank
+                                                          : nullptr;
+    if (field == nullptr) continue;
+    if (*field != nullptr) {
+      Bad("a batch names field \"" + std::string(name) + "\" twice");
+    }
+    *field = &kv.val;
+  }
+  if (out.ts == nullptr) Bad("a batch map has no \"ts\"");
+  if (out.events == nullptr) Bad("a batch map has no \"events\"");
+  return out;
+}
+
 class Reader {
  public:
   Reader(std::size_t digest_bytes, HashEncoding hashes)
@@ -296,12 +342,9 @@ Result<DecodedBatch> DecodeEventBatch(std::string_view bytes,
         msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr,
                         msgpack::unpack_limit(most, most, most, most, 0, 6));
     if (offset != bytes.size()) Bad("bytes follow the batch");
-    const std::span<const Object> batch = ArrayOf(handle.get(), "a batch");
-    if (batch.size() < 2 || batch.size() > 3) {
-      Bad("a batch is not [ts, events, data_parallel_rank]");
-    }
+    const BatchFields batch = FieldsOf(handle.get());
     DecodedBatch out;
-    const Object& ts = batch[0];
+    const Object& ts = *batch.ts;
     if (ts.type == msgpack::type::FLOAT64 ||
         ts.type == msgpack::type::FLOAT32) {
       out.timestamp_s = ts.via.f64;
@@ -311,11 +354,11 @@ Result<DecodedBatch> DecodeEventBatch(std::string_view bytes,
       Bad("ts is not a number");
     }
     Reader reader(DigestSize(key_function), hashes);
-    for (const Object& e : ArrayOf(batch[1], "events")) {
+    for (const Object& e : ArrayOf(*batch.events, "events")) {
       out.events.push_back(reader.Event(e));
     }
-    if (batch.size() == 3 && !batch[2].is_nil()) {
-      out.data_parallel_rank = U32(batch[2], "data_parallel_rank");
+    if (batch.rank != nullptr && !batch.rank->is_nil()) {
+      out.data_parallel_rank = U32(*batch.rank, "data_parallel_rank");
     }
     return out;
   } catch (const BadBatch& e) {

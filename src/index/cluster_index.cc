@@ -60,8 +60,14 @@ struct ClusterIndex::Impl {
   // encoding, which one its stream uses: a restarted engine may change it).
   // A hold stays: clearing does not bring the stream to where it was.
   void Clear(Instance& instance) {
-    instance.mirror->Clear();
+    ClearKeys(instance);
     instance.hashes = options.hashes;
+  }
+
+  // Forgets the keys only: an AllBlocksCleared, after which the same
+  // stream (the rest of its batch included) goes on in its encoding.
+  void ClearKeys(Instance& instance) {
+    instance.mirror->Clear();
     ++instance.counters.clears;
   }
 
@@ -95,7 +101,7 @@ struct ClusterIndex::Impl {
           ++(held ? counters.removed_keys : counters.unknown_removals);
         }
       } else {
-        Clear(instance);
+        ClearKeys(instance);
       }
     }
     counters.evicted_keys = instance.mirror->evicted_keys();
