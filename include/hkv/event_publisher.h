@@ -27,7 +27,8 @@
 // Thread-safety: every member may be called from any thread.
 //
 // Example:
-//   auto publisher = EventPublisher::Create({.endpoint = "tcp://*:5557"});
+//   auto publisher =
+//       EventPublisher::Create({.endpoint = "tcp://127.0.0.1:5557"});
 //   publisher.value()->Publish(cache.TakeEvents(), seconds_since_epoch);
 #pragma once
 
@@ -54,7 +55,10 @@ enum class HashEncoding { kBytes, kLow64 };
 struct EventPublisherOptions {
   // Bound by the publisher. "tcp://127.0.0.1:*" takes a free port:
   // endpoint() says which.
-  std::string endpoint = "tcp://*:5557";
+  // Loopback: KV events reveal which prompts an engine caches; bind a
+  // private interface (or "tcp://*:5557", the reference engine's default)
+  // to reach subscribers on other hosts.
+  std::string endpoint = "tcp://127.0.0.1:5557";
   // Bound too when set: the replay socket.
   std::optional<std::string> replay_endpoint = std::nullopt;
   std::string topic = "";

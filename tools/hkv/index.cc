@@ -31,10 +31,12 @@ namespace {
 constexpr char kExamples[] = R"(Examples:
   hkv index --groups full:16,recurrent:16 --key-function sha256_cbor \
       --instance tcp://10.0.0.7:5557,tcp://10.0.0.7:5558 \
-      --instance tcp://10.0.0.8:5557,tcp://10.0.0.8:5558 --http 0.0.0.0:8088
-      two engines of a hybrid layout, with their replay sockets
+      --instance tcp://10.0.0.8:5557,tcp://10.0.0.8:5558 --http 127.0.0.1:8088
+      two engines of a hybrid layout, with their replay sockets; the
+      answers say which instance caches which prefix: keep the listeners
+      on loopback or a private network (docs/cluster.md, "Trust")
   hkv index --preset glm53-flash-gb10x4 --instances-file engines.txt \
-      --zmq-bind 'tcp://*:5600'
+      --zmq-bind tcp://127.0.0.1:5600
       the measured deployment's layout, one ENDPOINT[,REPLAY] per line
   curl -s localhost:8088/query -d '{"tokens":[1,2,3,4,5]}'
       per instance: hybrid_tokens (every group resumes) and
