@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "hkv/comparison.h"
-#include "numbers.h"
+#include "hkv/numbers.h"
 
 namespace hkv {
 namespace {
@@ -30,9 +30,8 @@ Result<std::vector<double>> ParseBudgetSweep(std::string_view spec) {
   std::string_view rest = spec.substr(kBudgetSweep.size());
   for (;;) {
     const std::size_t comma = rest.find(',');
-    Result<double> budget =
-        internal::ParseReal(rest.substr(0, comma), kBudgetRange);
-    if (!budget) return internal::Named(what, budget.error());
+    Result<double> budget = ParseReal(rest.substr(0, comma), kBudgetRange);
+    if (!budget) return Named(what, budget.error());
     budgets.push_back(*budget);
     if (budgets.size() > kMaxSweepPoints) {
       return Fail(
@@ -56,8 +55,7 @@ Result<std::vector<BudgetSweepPoint>> RunBudgetSweep(
     o.experiment.budget_gib = budget;
     Result<Comparison> c = RunGeometryComparison(o, progress);
     if (!c) {
-      return internal::Named("budget " + internal::NumberText(budget) + " GiB",
-                             c.error());
+      return Named("budget " + NumberText(budget) + " GiB", c.error());
     }
     points.push_back({.budget_gib = budget, .comparison = std::move(*c)});
   }

@@ -13,17 +13,17 @@
 #include "hkv/group_list.h"
 #include "hkv/keys.h"
 #include "hkv/limits.h"
+#include "hkv/numbers.h"
 #include "sim/experiment_util.h"
-#include "sim/numbers.h"
 #include "sim/sim_stats.h"
 
 namespace hkv {
 namespace {
 
+using hkv::Named;
+using hkv::ReadSmallFile;
 using internal::KeyValues;
-using internal::Named;
 using internal::ParseKeyValues;
-using internal::ReadSmallFile;
 using internal::TakeNumber;
 
 Result<CostModel> CostFromFlags(const ExperimentOptions& o) {

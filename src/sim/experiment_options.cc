@@ -12,16 +12,16 @@
 #include <vector>
 
 #include "hkv/experiment.h"
+#include "hkv/numbers.h"
 #include "hkv/sim_options.h"
 #include "sim/experiment_util.h"
-#include "sim/numbers.h"
 
 namespace hkv {
 namespace {
 
-using internal::ParseReal;
-using internal::ParseWhole;
-using internal::RangeText;
+using hkv::ParseReal;
+using hkv::ParseWhole;
+using hkv::RangeText;
 using O = ExperimentOptions;
 
 // The number type of a field (its optional's value type); void for others.
@@ -44,9 +44,7 @@ std::string Problem(const SimOption& option, double value) {
   const bool ok = std::isfinite(value) &&
                   (r.min_excluded ? value > r.min : value >= r.min) &&
                   value <= r.max;
-  return ok ? ""
-            : internal::NumberText(value) + " is not a number in " +
-                  RangeText(r);
+  return ok ? "" : NumberText(value) + " is not a number in " + RangeText(r);
 }
 template <std::unsigned_integral T>
 std::string Problem(const SimOption& option, T value) {

@@ -8,8 +8,8 @@
 
 #include "hkv/experiment.h"
 #include "hkv/keys.h"
+#include "hkv/numbers.h"
 #include "sim/experiment_util.h"
-#include "sim/numbers.h"
 
 namespace hkv {
 namespace {
@@ -30,7 +30,7 @@ std::string PoolLabel(PoolLayout pools) {
   return "";
 }
 
-using internal::Named;
+using hkv::Named;
 
 constexpr double kGiB = 1073741824.0;
 // The measured deployment model-based runs default to.

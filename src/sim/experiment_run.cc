@@ -9,14 +9,14 @@
 
 #include "hkv/experiment.h"
 #include "hkv/limits.h"
+#include "hkv/numbers.h"
 #include "sim/experiment_util.h"
-#include "sim/numbers.h"
 #include "sim/sim_stats.h"
 
 namespace hkv {
 namespace {
 
-using internal::Named;
+using hkv::Named;
 
 using Clock = std::chrono::steady_clock;
 

@@ -9,10 +9,10 @@
 
 #include "hkv/cache_config.h"
 #include "hkv/experiment.h"
+#include "hkv/numbers.h"
 #include "hkv/result.h"
 #include "hkv/simulator.h"
 #include "hkv/workload.h"
-#include "sim/numbers.h"
 
 namespace hkv::internal {
 

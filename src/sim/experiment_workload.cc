@@ -11,20 +11,20 @@
 #include "hkv/experiment.h"
 #include "hkv/limits.h"
 #include "hkv/mooncake_trace.h"
+#include "hkv/numbers.h"
 #include "hkv/scenarios.h"
 #include "hkv/token_trace.h"
 #include "sim/experiment_util.h"
-#include "sim/numbers.h"
 
 namespace hkv {
 namespace {
 
+using hkv::Named;
+using hkv::NumberText;
+using hkv::ParseReal;
+using hkv::ParseWhole;
 using internal::KeyValues;
-using internal::Named;
-using internal::NumberText;
 using internal::ParseKeyValues;
-using internal::ParseReal;
-using internal::ParseWhole;
 
 using Limit = std::optional<std::size_t>;
 

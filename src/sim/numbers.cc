@@ -1,4 +1,4 @@
-#include "sim/numbers.h"
+#include "hkv/numbers.h"
 
 #include <cerrno>
 #include <charconv>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <system_error>
 
-namespace hkv::internal {
+namespace hkv {
 namespace {
 
 // Doubles hold every whole number up to 2^53 exactly.
@@ -97,4 +97,4 @@ Result<std::string> ReadSmallFile(const std::string& path,
   return text;
 }
 
-}  // namespace hkv::internal
+}  // namespace hkv

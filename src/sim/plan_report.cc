@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hkv/limits.h"
-#include "sim/numbers.h"
+#include "hkv/numbers.h"
 
 namespace hkv {
 namespace {
@@ -78,8 +78,7 @@ bool IsModelFile(std::string_view model) {
 
 Result<ModelSpec> LoadModel(const std::string& model) {
   if (!IsModelFile(model)) return LoadPreset(model);
-  Result<std::string> text =
-      internal::ReadSmallFile(model, kMaxConfigFileBytes);
+  Result<std::string> text = ReadSmallFile(model, kMaxConfigFileBytes);
   if (!text) return tl::unexpected(text.error());
   Result<ModelSpec> spec = ParseModelJson(*text);
   if (!spec)

@@ -9,12 +9,12 @@
 #include "hkv/group_list.h"
 #include "hkv/keys.h"
 #include "hkv/limits.h"
-#include "sim/numbers.h"
+#include "hkv/numbers.h"
 
 namespace hkv {
 namespace {
 
-using internal::NumberText;
+using hkv::NumberText;
 using O = ExperimentOptions;
 
 constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();

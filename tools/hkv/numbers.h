@@ -1,5 +1,5 @@
 // CLI11 validators of numbers on the command line: whole numbers and reals
-// within stated ranges (the library's sim/numbers.h parses them), refusing
+// within stated ranges (the library's hkv/numbers.h parses them), refusing
 // others with a usage error naming the option, the value and the range.
 //
 // Thread-safety: pure functions.
@@ -13,17 +13,10 @@
 #include <cstdint>
 #include <string>
 
+#include "hkv/numbers.h"
 #include "hkv/result.h"
-#include "sim/numbers.h"
 
 namespace hkv::cli {
-
-using internal::Named;
-using internal::NumberText;
-using internal::ParseReal;
-using internal::ParseWhole;
-using internal::RangeText;
-using internal::ReadSmallFile;
 
 // The validators: a usage error naming the option, the value and the
 // range. WholeIn rewrites exponent forms as digits for CLI11's

@@ -1,5 +1,6 @@
-// Numbers and files given as experiment options and workload arguments:
-// whole numbers and reals within stated ranges, and a bounded file read.
+// Numbers and files given as options (the command line's, experiment
+// options, workload arguments): whole numbers and reals within stated
+// ranges, and a bounded file read.
 // Each error says what was given and what is accepted; the caller names the
 // option (Named).
 //
@@ -17,7 +18,7 @@
 #include "hkv/real_range.h"
 #include "hkv/result.h"
 
-namespace hkv::internal {
+namespace hkv {
 
 // A whole number in [min, max]: decimal digits, or exponent form that is
 // whole ("1e6"). kInvalidArgument "\"TEXT\" is not a whole number in [min,
@@ -51,4 +52,4 @@ inline tl::unexpected<Error> Named(const std::string& what, Error error) {
 [[nodiscard]] Result<std::string> ReadSmallFile(const std::string& path,
                                                 std::uint64_t max_bytes);
 
-}  // namespace hkv::internal
+}  // namespace hkv
