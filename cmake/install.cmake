@@ -1,18 +1,37 @@
 # `cmake --install`: the library, its public headers, a CMake package
-# (find_package(hkv CONFIG) -> hkv::hkv), a pkg-config file, the hkv tool
+# (find_package(hkv CONFIG) -> hkv::hkv; COMPONENTS cache -> hkv::cache
+# alone, below), pkg-config files (hkv, hkv-cache), the hkv tool
 # and its data files under share/hkv (docs/design.md, "Install").
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS ${HKV_LAYER_TARGETS} EXPORT hkvTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# The package's components (find_package(hkv COMPONENTS ...), none: all),
+# each an export set of layers; hkvConfig.cmake finds what each needs.
+#   cache     hkv::core, hkv::groups, hkv::cache: keys, the pool, the group
+#             kinds, the cache manager, the group-list parser
+#   geometry  hkv::geometry: model facts, the planner
+#   events    hkv::events, hkv::index: the KV event wire, the cluster index
+#   tiers     hkv::tiers: offload tiers (host, file, Redis)
+#   sim       hkv::sim and hkv::hkv (every layer): simulator, experiments
+foreach(component IN ITEMS "Cache;hkv_core;hkv_groups;hkv_cache"
+                           "Geometry;hkv_geometry"
+                           "Events;hkv_events;hkv_index"
+                           "Tiers;hkv_tiers"
+                           "Sim;hkv_sim;hkv")
+  list(POP_FRONT component name)
+  install(TARGETS ${component} EXPORT hkv${name}Targets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endforeach()
 install(DIRECTORY include/hkv DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")
 install(FILES ${PROJECT_BINARY_DIR}/generated/include/hkv/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hkv)
 
 set(hkv_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/hkv)
-install(EXPORT hkvTargets NAMESPACE hkv:: DESTINATION ${hkv_cmake_dir})
+foreach(name IN ITEMS Cache Geometry Events Tiers Sim)
+  install(EXPORT hkv${name}Targets NAMESPACE hkv::
+          DESTINATION ${hkv_cmake_dir})
+endforeach()
 configure_package_config_file(cmake/hkvConfig.cmake.in
   ${PROJECT_BINARY_DIR}/hkvConfig.cmake INSTALL_DESTINATION ${hkv_cmake_dir})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/hkvConfigVersion.cmake
@@ -25,7 +44,8 @@ install(FILES ${PROJECT_BINARY_DIR}/hkvConfig.cmake
 string(REGEX REPLACE "[^/]+" ".." HKV_PC_TO_PREFIX
        "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 configure_file(cmake/hkv.pc.in ${PROJECT_BINARY_DIR}/hkv.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/hkv.pc
+configure_file(cmake/hkv-cache.pc.in ${PROJECT_BINARY_DIR}/hkv-cache.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/hkv.pc ${PROJECT_BINARY_DIR}/hkv-cache.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # The data the tool reads at run time (traces, calibration figures) and the
