@@ -12,12 +12,13 @@ include(CMakePackageConfigHelpers)
 #   geometry  hkv::geometry: model facts, the planner
 #   events    hkv::events, hkv::index: the KV event wire, the cluster index
 #   tiers     hkv::tiers: offload tiers (host, file, Redis)
-#   sim       hkv::sim and hkv::hkv (every layer): simulator, experiments
+#   sim       hkv::traces, hkv::engine, hkv::calibration, hkv::experiments
+#             and hkv::hkv (every layer): the simulator and its experiments
 foreach(component IN ITEMS "Cache;hkv_core;hkv_groups;hkv_cache"
                            "Geometry;hkv_geometry"
                            "Events;hkv_events;hkv_index"
                            "Tiers;hkv_tiers"
-                           "Sim;hkv_sim;hkv")
+                           "Sim;hkv_traces;hkv_engine;hkv_calibration;hkv_experiments;hkv")
   list(POP_FRONT component name)
   install(TARGETS ${component} EXPORT hkv${name}Targets
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

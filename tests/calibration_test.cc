@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "sim/nnls.h"
+#include "calibration/nnls.h"
 
 namespace hkv {
 namespace {

@@ -1,6 +1,6 @@
 // The bounded line reader under the trace readers: line ends, the byte
 // order mark, the length limit and how it reports a file it cannot open.
-#include "sim/line_reader.h"
+#include "traces/line_reader.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

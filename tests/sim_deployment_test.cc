@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/sim_stats.h"
 #include "hkv/deployment.h"
-#include "sim/sim_stats.h"
 
 namespace hkv {
 namespace {

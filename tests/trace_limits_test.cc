@@ -11,8 +11,8 @@
 
 #include "hkv/limits.h"
 #include "hkv/mooncake_trace.h"
-#include "sim/mooncake_reader.h"
 #include "trace_file_fixture.h"
+#include "traces/mooncake_reader.h"
 
 namespace hkv {
 namespace {

@@ -1,3 +1,3 @@
 // Must not compile with the CLI's include roots: the CLI (tools/hkv) sees
 // the library's public headers only.
-#include "sim/sim_stats.h"
+#include "engine/sim_stats.h"
