@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <span>
+
 #include "hkv/request.h"
 #include "test_util.h"
 
@@ -89,6 +92,57 @@ TEST_F(ResidencyMirrorTest, ClearForgetsEveryKey) {
   EXPECT_EQ(mirror.keys_per_group(), (std::vector<std::uint64_t>{0, 0}));
   mirror.Store(Attention(0));  // and takes keys again
   EXPECT_EQ(Lookup(mirror).chain_tokens, 16u);
+}
+
+// Distinct keys, uniform as digests are (splitmix64 of i).
+std::vector<BlockHash> ManyKeys(std::size_t n) {
+  std::vector<BlockHash> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t z = (i + 1) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    for (int w = 0; w < 4; ++w) {
+      std::memcpy(out[i].bytes.data() + 8 * w, &z, 8);
+      z = z * 0x9e3779b97f4a7c15ull + 1;
+    }
+  }
+  return out;
+}
+
+TEST(ResidencyMirrorGrowthTest, MemoryFollowsTheKeysHeld) {
+  ResidencyMirror empty(Hybrid(), 1'000'000);
+  EXPECT_EQ(empty.table_keys(), ResidencyMirror::kInitialKeys);
+  EXPECT_LT(empty.MemoryBytes(), std::size_t{1} << 20);  // not 100 MB
+
+  // 3000 keys: the tables grow (1024, 2048, 4096) and forget none; the
+  // chain of every key from the first is found.
+  ResidencyMirror mirror(Hybrid(), 1'000'000);
+  const std::vector<BlockHash> keys = ManyKeys(3000);
+  for (const BlockHash& k : keys)
+    mirror.Store({.hash = k, .group = GroupId{0}});
+  EXPECT_EQ(mirror.table_keys(), 4096u);
+  EXPECT_EQ(mirror.evicted_keys(), 0u);
+  EXPECT_EQ(mirror.num_keys(), 3000u);
+  EXPECT_EQ(mirror.FindLongestHit(keys, 16 * 3000).chain_tokens, 16u * 3000);
+  mirror.Clear();
+  EXPECT_EQ(mirror.table_keys(), ResidencyMirror::kInitialKeys);
+  EXPECT_EQ(mirror.num_keys(), 0u);
+}
+
+TEST(ResidencyMirrorGrowthTest, TheLeastRecentlyStoredGoesAcrossAGrowth) {
+  ResidencyMirror mirror(Hybrid(), 1500);
+  const std::vector<BlockHash> keys = ManyKeys(1600);
+  for (const BlockHash& k : keys)
+    mirror.Store({.hash = k, .group = GroupId{0}});
+  EXPECT_EQ(mirror.table_keys(), 1500u);  // the capacity, not 2048
+  EXPECT_EQ(mirror.evicted_keys(), 100u);
+  // The first 100 stored went, oldest first: the rest is held.
+  const std::span<const BlockHash> rest(keys.begin() + 100, keys.end());
+  EXPECT_EQ(mirror.FindLongestHit(rest, 16 * 1500).chain_tokens, 16u * 1500);
+  EXPECT_EQ(mirror.FindLongestHit(keys, 16 * 1600).chain_tokens, 0u);
+  mirror.Clear();
+  EXPECT_EQ(mirror.evicted_keys(), 100u);  // counted across tables
 }
 
 }  // namespace

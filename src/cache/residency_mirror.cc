@@ -1,5 +1,8 @@
 #include "cache/residency_mirror.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "check.h"
 #include "groups/kind_traits.h"
 #include "hkv/limits.h"
@@ -21,44 +24,76 @@ CacheGeometry MirrorGeometry(const CacheConfig& config,
 
 }  // namespace
 
-ResidencyMirror::ResidencyMirror(const CacheConfig& config,
-                                 std::uint32_t capacity)
-    : geometry_(MirrorGeometry(config, capacity)),
-      pool_(capacity + 1, Caching::kEnabled),
-      keys_per_group_(config.groups.size(), 0) {
+ResidencyMirror::Tables::Tables(const CacheConfig& config,
+                                const CacheGeometry& geometry,
+                                std::uint32_t keys)
+    : pool(keys + 1, Caching::kEnabled), coordinator(managers, geometry) {
   for (std::size_t i = 0; i < config.groups.size(); ++i) {
-    managers_.push_back(TraitsOf(config.groups[i].kind)
-                            .make(pool_, geometry_.facts, geometry_.groups[i],
-                                  config.groups[i]));
+    managers.push_back(
+        TraitsOf(config.groups[i].kind)
+            .make(pool, geometry.facts, geometry.groups[i], config.groups[i]));
   }
 }
 
-void ResidencyMirror::Store(const PrefixKey& key) {
-  HKV_DCHECK(ToIndex(key.group) < managers_.size());
-  const BlockId next = pool_.NthFree(0, 0);
-  if (pool_.primary_num_tokens(next) > 0) {
-    --keys_per_group_[ToIndex(pool_.primary_key(next).group)];
+ResidencyMirror::ResidencyMirror(const CacheConfig& config,
+                                 std::uint32_t capacity)
+    : config_(config),
+      geometry_(MirrorGeometry(config, capacity)),
+      capacity_(capacity),
+      table_keys_(std::min(capacity, kInitialKeys)),
+      tables_(std::make_unique<Tables>(config_, geometry_, table_keys_)),
+      keys_per_group_(config.groups.size(), 0) {}
+
+void ResidencyMirror::Put(Tables& tables, const PrefixKey& key) {
+  const BlockId block = tables.pool.AllocateOne();
+  tables.pool.CacheFull(block, key, 1);
+  tables.pool.Free(std::span<const BlockId>(&block, 1));
+}
+
+void ResidencyMirror::Grow() {
+  const std::uint32_t keys = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(capacity_, std::uint64_t{2} * table_keys_));
+  auto bigger = std::make_unique<Tables>(config_, geometry_, keys);
+  // Every block is free; the keyed ones, oldest first, follow the keyless.
+  const BlockPool& pool = tables_->pool;
+  for (std::optional<BlockId> b = pool.NthFree(0, 0); b;
+       b = pool.NextFree(*b)) {
+    if (pool.primary_num_tokens(*b) > 0) Put(*bigger, pool.primary_key(*b));
   }
-  const BlockId block = pool_.AllocateOne();
-  pool_.CacheFull(block, key, 1);
-  pool_.Free(std::span<const BlockId>(&block, 1));
+  evicted_before_ += pool.stats().evicted_blocks;
+  tables_ = std::move(bigger);
+  table_keys_ = keys;
+}
+
+void ResidencyMirror::Store(const PrefixKey& key) {
+  HKV_DCHECK(ToIndex(key.group) < keys_per_group_.size());
+  if (tables_->pool.primary_num_tokens(tables_->pool.NthFree(0, 0)) > 0 &&
+      table_keys_ < capacity_) {
+    Grow();  // full: room before forgetting
+  }
+  const BlockId next = tables_->pool.NthFree(0, 0);
+  if (tables_->pool.primary_num_tokens(next) > 0) {
+    --keys_per_group_[ToIndex(tables_->pool.primary_key(next).group)];
+  }
+  Put(*tables_, key);
   ++keys_per_group_[ToIndex(key.group)];
 }
 
 bool ResidencyMirror::Remove(const PrefixKey& key) {
-  const std::optional<BlockId> held = pool_.FindCached(key);
+  BlockPool& pool = tables_->pool;
+  const std::optional<BlockId> held = pool.FindCached(key);
   if (!held) return false;
-  pool_.Touch(*held);
-  pool_.EvictKeys(*held);
-  pool_.Free(std::span<const BlockId>(&*held, 1));  // keyless: to the front
+  pool.Touch(*held);
+  pool.EvictKeys(*held);
+  pool.Free(std::span<const BlockId>(&*held, 1));  // keyless: to the front
   --keys_per_group_[ToIndex(key.group)];
   return true;
 }
 
 void ResidencyMirror::Clear() {
-  [[maybe_unused]] const bool cleared =
-      pool_.Reset();  // the mirror holds no block
-  HKV_DCHECK(cleared);
+  evicted_before_ += tables_->pool.stats().evicted_blocks;
+  table_keys_ = std::min(capacity_, kInitialKeys);
+  tables_ = std::make_unique<Tables>(config_, geometry_, table_keys_);
   std::fill(keys_per_group_.begin(), keys_per_group_.end(), 0);
 }
 
