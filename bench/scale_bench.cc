@@ -219,6 +219,71 @@ BENCHMARK(BM_Scale_EvictingChunk)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
+// The evicting-chunk churn, every call timed alone: a full pool of cached
+// 8192-token prompts, then cold 8192-token chunks (512 blocks, each
+// evicting a cached block) allocated, committed and freed (their blocks
+// stay cached) until the pool's blocks were evicted kChurnRounds times over.
+// Keying is not timed. As BM_Scale_WorstCall: kRuns runs on fresh caches,
+// a call's time its least over the runs, the counters over those.
+std::optional<RunTimes> TimeOneChurn(std::uint32_t num_blocks) {
+  Result<CacheManager> cache =
+      CacheManager::Create(SteadyWorkload::Config(num_blocks));
+  std::uint32_t seed = cache ? FillWithChunks(*cache) : 0;
+  if (seed == 0) return std::nullopt;
+  RunTimes run;
+  const auto timed = [&run](Call call, auto&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    const bool ok = f();
+    const auto end = std::chrono::steady_clock::now();
+    run.us.push_back(
+        std::chrono::duration<double, std::micro>(end - start).count());
+    run.calls.push_back(call);
+    return ok;
+  };
+  const std::uint64_t target = kChurnRounds * std::uint64_t{num_blocks};
+  while (cache->counters().evicted_blocks < target) {
+    const std::vector<TokenId> tokens = bench::RandomTokens(kChunk, seed);
+    const Request r({.id = RequestId{seed++}}, tokens, cache->key_scheme());
+    if (!timed(Call::kAllocate, [&] {
+          return cache->Allocate(r, {.num_new_tokens = kChunk}).has_value();
+        })) {
+      return std::nullopt;
+    }
+    timed(Call::kCommit, [&] {
+      cache->Commit(r, kChunk);
+      return true;
+    });
+    timed(Call::kFree, [&] {
+      cache->Free(r.id());
+      return true;
+    });
+  }
+  return run;
+}
+
+void BM_Scale_ChurnWorstCall(benchmark::State& state) {
+  const auto num_blocks = static_cast<std::uint32_t>(state.range(0));
+  for (auto _ : state) {
+    std::vector<RunTimes> runs;
+    for (int r = 0; r < kRuns; ++r) {
+      std::optional<RunTimes> run = TimeOneChurn(num_blocks);
+      if (!run || (!runs.empty() && run->calls != runs.front().calls)) {
+        state.SkipWithError("the runs differ or the pool is too small");
+        return;
+      }
+      runs.push_back(std::move(*run));
+    }
+    ReportWorstCalls(state, runs);
+  }
+}
+BENCHMARK(BM_Scale_ChurnWorstCall)
+    ->ArgName("blocks")
+    ->Arg(1 << 14)
+    ->Arg(1'000'000)
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
 // Hands every free block out one at a time to kInterleave requests in
 // turn, as decode steps do, and frees them all uncached: the free queue then
 // holds runs of blocks kInterleave ids apart. Returns false on failure.
