@@ -130,14 +130,15 @@ void ReportWorstCalls(benchmark::State& state,
   state.counters["calls"] = static_cast<double>(least.size());
 }
 
-// A long steady-state run, every Lookup, Allocate, Commit and Free timed on
-// its own (see kRuns).
-void BM_Scale_WorstCall(benchmark::State& state) {
+// kRuns runs of `time_one` on a pool of state.range(0) blocks, reported by
+// ReportWorstCalls; an error when a run fails or the runs' calls differ.
+void WorstCallsOver(benchmark::State& state,
+                    std::optional<RunTimes> (*time_one)(std::uint32_t)) {
   const auto num_blocks = static_cast<std::uint32_t>(state.range(0));
   for (auto _ : state) {
     std::vector<RunTimes> runs;
     for (int r = 0; r < kRuns; ++r) {
-      std::optional<RunTimes> run = TimeOneRun(num_blocks);
+      std::optional<RunTimes> run = time_one(num_blocks);
       if (!run || (!runs.empty() && run->calls != runs.front().calls)) {
         state.SkipWithError("the runs differ or the pool is too small");
         return;
@@ -146,6 +147,12 @@ void BM_Scale_WorstCall(benchmark::State& state) {
     }
     ReportWorstCalls(state, runs);
   }
+}
+
+// A long steady-state run, every Lookup, Allocate, Commit and Free timed on
+// its own (see kRuns).
+void BM_Scale_WorstCall(benchmark::State& state) {
+  WorstCallsOver(state, TimeOneRun);
 }
 BENCHMARK(BM_Scale_WorstCall)
     ->ArgName("blocks")
@@ -262,19 +269,7 @@ std::optional<RunTimes> TimeOneChurn(std::uint32_t num_blocks) {
 }
 
 void BM_Scale_ChurnWorstCall(benchmark::State& state) {
-  const auto num_blocks = static_cast<std::uint32_t>(state.range(0));
-  for (auto _ : state) {
-    std::vector<RunTimes> runs;
-    for (int r = 0; r < kRuns; ++r) {
-      std::optional<RunTimes> run = TimeOneChurn(num_blocks);
-      if (!run || (!runs.empty() && run->calls != runs.front().calls)) {
-        state.SkipWithError("the runs differ or the pool is too small");
-        return;
-      }
-      runs.push_back(std::move(*run));
-    }
-    ReportWorstCalls(state, runs);
-  }
+  WorstCallsOver(state, TimeOneChurn);
 }
 BENCHMARK(BM_Scale_ChurnWorstCall)
     ->ArgName("blocks")

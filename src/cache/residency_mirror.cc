@@ -67,13 +67,14 @@ void ResidencyMirror::Grow() {
 
 void ResidencyMirror::Store(const PrefixKey& key) {
   HKV_DCHECK(ToIndex(key.group) < keys_per_group_.size());
-  if (tables_->pool.primary_num_tokens(tables_->pool.NthFree(0, 0)) > 0 &&
-      table_keys_ < capacity_) {
-    Grow();  // full: room before forgetting
-  }
-  const BlockId next = tables_->pool.NthFree(0, 0);
-  if (tables_->pool.primary_num_tokens(next) > 0) {
-    --keys_per_group_[ToIndex(tables_->pool.primary_key(next).group)];
+  const BlockPool& pool = tables_->pool;
+  const BlockId next = pool.NthFree(0, 0);
+  if (pool.primary_num_tokens(next) > 0) {  // full
+    if (table_keys_ < capacity_) {
+      Grow();  // room before forgetting
+    } else {
+      --keys_per_group_[ToIndex(pool.primary_key(next).group)];  // Put's LRU
+    }
   }
   Put(*tables_, key);
   ++keys_per_group_[ToIndex(key.group)];
