@@ -2,7 +2,10 @@
 // prompt, so one iteration is the cost of keying a 128k-token prompt.
 
 #include <benchmark/benchmark.h>
+#include <openssl/evp.h>
+#include <xxhash.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -61,6 +64,80 @@ void BM_Keys_Xxh3Cbor(benchmark::State& state) {
   KeyPrompt(state, KeyFunction::kXxh3_128Cbor);
 }
 BENCHMARK(BM_Keys_Xxh3Cbor)
+    ->ArgName("unit")
+    ->Arg(16)
+    ->Arg(256)
+    ->Unit(benchmark::kMillisecond);
+
+// The digest alone over the bytes keying a 128k-token prompt digests: every
+// unit's CBOR input built before the clock starts, then digested one unit at
+// a time as keying does (SHA-256 through one fetched EVP_MD and one reused
+// context, as hkv's digest runs). Keying's time over this one is the cost of
+// its CBOR framing and chaining.
+std::vector<std::vector<std::uint8_t>> UnitInputs(KeyFunction function,
+                                                  std::uint32_t unit) {
+  const std::vector<TokenId> prompt = bench::RandomTokens(bench::k128k, 1);
+  const Result<KeyScheme> scheme =
+      MakeKeyScheme({.function = function, .hash_unit = unit});
+  std::vector<std::vector<std::uint8_t>> inputs;
+  if (!scheme) return inputs;
+  const std::span<const TokenId> tokens(prompt);
+  for (std::size_t k = 0; (k + 1) * unit <= tokens.size(); ++k) {
+    inputs.push_back(UnitKeyInput(*scheme, scheme->seed_key,
+                                  tokens.subspan(k * unit, unit), {}));
+  }
+  return inputs;
+}
+
+void CountDigested(benchmark::State& state,
+                   const std::vector<std::vector<std::uint8_t>>& inputs) {
+  std::int64_t bytes = 0;
+  for (const auto& input : inputs) bytes += std::ssize(input);
+  state.SetItemsProcessed(state.iterations() * bench::k128k);
+  state.SetBytesProcessed(state.iterations() * bytes);
+}
+
+void BM_Digest_Sha256(benchmark::State& state) {
+  const auto inputs = UnitInputs(KeyFunction::kSha256Cbor,
+                                 static_cast<std::uint32_t>(state.range(0)));
+  EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  if (md == nullptr || ctx == nullptr || inputs.empty()) {
+    state.SkipWithError("no SHA-256 or no inputs");
+  } else {
+    std::array<unsigned char, EVP_MAX_MD_SIZE> out{};
+    unsigned int size = 0;
+    for (auto _ : state) {
+      for (const auto& input : inputs) {
+        EVP_DigestInit_ex2(ctx, md, nullptr);
+        EVP_DigestUpdate(ctx, input.data(), input.size());
+        EVP_DigestFinal_ex(ctx, out.data(), &size);
+        benchmark::DoNotOptimize(out.data());
+      }
+    }
+    CountDigested(state, inputs);
+  }
+  EVP_MD_CTX_free(ctx);
+  EVP_MD_free(md);
+}
+BENCHMARK(BM_Digest_Sha256)
+    ->ArgName("unit")
+    ->Arg(16)
+    ->Arg(256)
+    ->Unit(benchmark::kMillisecond);
+
+void BM_Digest_Xxh3(benchmark::State& state) {
+  const auto inputs = UnitInputs(KeyFunction::kXxh3_128Cbor,
+                                 static_cast<std::uint32_t>(state.range(0)));
+  for (auto _ : state) {
+    for (const auto& input : inputs) {
+      const XXH128_hash_t hash = XXH3_128bits(input.data(), input.size());
+      benchmark::DoNotOptimize(hash);
+    }
+  }
+  CountDigested(state, inputs);
+}
+BENCHMARK(BM_Digest_Xxh3)
     ->ArgName("unit")
     ->Arg(16)
     ->Arg(256)
