@@ -10,6 +10,13 @@
 
 namespace hkv::internal {
 
+// Writes `values` as CBOR unsigned integers, one after another (no array
+// head), at `out`; returns the end. Eight values per vector step where the
+// CPU has AVX-512 VBMI2, else one at a time, with no branch per value; may
+// write CborWriter::kArraySpareBytes past the end.
+std::uint8_t* EncodeUnsignedValues(std::span<const std::uint32_t> values,
+                                   std::uint8_t* out);
+
 class CborWriter {
  public:
   // Longest encoding of one head (major type and argument).
@@ -25,10 +32,17 @@ class CborWriter {
   void Unsigned(std::uint64_t value) { Head(kUnsigned, value); }
   void Signed(std::int64_t value);
   void Null() { *out_++ = 0xf6; }
-  // An array of unsigned integers; the same bytes as ArrayHeader + Unsigned
-  // per value, written without a branch per value. Needs 4 spare bytes past
-  // the encoding.
+  // Bytes an UnsignedArray may write past its encoding (whole vector
+  // stores), which the buffer must hold.
+  static constexpr std::size_t kArraySpareBytes = 64;
+
+  // An array of unsigned integers: the same bytes as ArrayHeader + Unsigned
+  // per value, through EncodeUnsignedValues. Needs kArraySpareBytes spare
+  // bytes past the encoding.
   void UnsignedArray(std::span<const std::uint32_t> values);
+  // The same bytes, one value at a time whatever the CPU (the reference the
+  // vector path is tested against).
+  void UnsignedArrayScalar(std::span<const std::uint32_t> values);
 
  private:
   static constexpr std::uint8_t kUnsigned = 0;

@@ -1,11 +1,14 @@
 #include "hkv/keys.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 
 #include "core/cbor.h"
 #include "core/digest.h"
+#include "core/plain_keys.h"
 
 namespace hkv {
 namespace {
@@ -23,12 +26,13 @@ BlockHash Digest(KeyFunction function, std::span<const std::uint8_t> bytes) {
                                               : internal::Xxh3_128(bytes);
 }
 
-// Upper bound of EncodeUnit's output, plus the 4 spare bytes UnsignedArray
+// Upper bound of EncodeUnit's output, plus the spare bytes UnsignedArray
 // needs.
 std::size_t MaxUnitBytes(std::span<const TokenId> tokens,
                          std::span<const ExtraKey> extra) {
   constexpr std::size_t kHead = internal::CborWriter::kMaxHeadBytes;
-  std::size_t size = 3 * kHead + 32 + 5 * tokens.size() + 4 + 1;
+  std::size_t size = 3 * kHead + 32 + 5 * tokens.size() +
+                     internal::CborWriter::kArraySpareBytes + 1;
   for (const ExtraKey& key : extra) {
     // Array head, then tag, name, path or offset, digest: at most 4 items.
     size += 5 * kHead + ExtraKeyTag(key.kind).size() + key.name.size() +
@@ -161,4 +165,48 @@ BlockHash HashUnit(const KeyScheme& scheme, const BlockHash& parent,
   return Digest(scheme.function, std::span(buffer.data(), size));
 }
 
+namespace internal {
+
+void AppendPlainUnitKeys(const KeyScheme& scheme, BlockHash parent,
+                         std::span<const TokenId> tokens,
+                         std::vector<BlockHash>& keys) {
+  const std::size_t unit = scheme.hash_unit;
+  const std::size_t count = unit == 0 ? 0 : tokens.size() / unit;
+  if (count == 0) return;
+  // [parent, [tokens], null]: everything but the parent and the tokens is
+  // the same in every unit.
+  thread_local std::vector<std::uint8_t> buffer;
+  const std::size_t digest_size = DigestSize(scheme.function);
+  const std::size_t capacity = 3 * CborWriter::kMaxHeadBytes + digest_size +
+                               5 * unit + CborWriter::kArraySpareBytes + 1;
+  if (buffer.size() < capacity) buffer.resize(capacity);
+  std::uint8_t* const out = buffer.data();
+  CborWriter framing(out);
+  framing.ArrayHeader(3);
+  framing.Bytes(std::span(parent.bytes.data(), digest_size));
+  const std::size_t parent_at = framing.size() - digest_size;
+  framing.ArrayHeader(unit);
+  const std::size_t tokens_at = framing.size();
+
+  if (keys.capacity() < keys.size() + count) {
+    keys.reserve(std::max(keys.size() + count, 2 * keys.capacity()));
+  }
+  for (std::size_t k = 0; k < count; ++k) {
+    // Fixed-size copies: inlined moves rather than a library call.
+    if (digest_size == 32) {
+      std::memcpy(out + parent_at, parent.bytes.data(), 32);
+    } else {
+      std::memcpy(out + parent_at, parent.bytes.data(), 16);
+    }
+    std::uint8_t* end =
+        EncodeUnsignedValues(tokens.subspan(k * unit, unit), out + tokens_at);
+    CborWriter tail(end);
+    tail.Null();
+    const auto size = static_cast<std::size_t>(end - out) + tail.size();
+    parent = Digest(scheme.function, std::span(out, size));
+    keys.push_back(parent);
+  }
+}
+
+}  // namespace internal
 }  // namespace hkv

@@ -1,6 +1,7 @@
 #include "hkv/request.h"
 
 #include "check.h"
+#include "core/plain_keys.h"
 #include "hkv/limits.h"
 #include "text.h"
 
@@ -91,18 +92,19 @@ void Request::AppendKeyedTokens(std::uint32_t num_new_tokens,
 
 void Request::ExtendKeys() {
   const std::size_t unit = scheme_.hash_unit;
-  const bool plain = options_.extras.empty();
+  if (options_.extras.empty()) {
+    internal::AppendPlainUnitKeys(
+        scheme_, keys_.empty() ? scheme_.seed_key : keys_.back(),
+        std::span(tokens_).subspan(keys_.size() * unit), keys_);
+    return;
+  }
   for (std::size_t k = keys_.size(); (k + 1) * unit <= tokens_.size(); ++k) {
     const BlockHash& parent = k == 0 ? scheme_.seed_key : keys_[k - 1];
     const std::span<const TokenId> unit_tokens(tokens_.data() + k * unit, unit);
-    if (plain) {
-      keys_.push_back(HashUnit(scheme_, parent, unit_tokens, {}));
-    } else {
-      const auto start = static_cast<std::uint32_t>(k * unit);
-      const std::vector<ExtraKey> extra = UnitExtraKeys(
-          options_.extras, start, start + static_cast<std::uint32_t>(unit));
-      keys_.push_back(HashUnit(scheme_, parent, unit_tokens, extra));
-    }
+    const auto start = static_cast<std::uint32_t>(k * unit);
+    const std::vector<ExtraKey> extra = UnitExtraKeys(
+        options_.extras, start, start + static_cast<std::uint32_t>(unit));
+    keys_.push_back(HashUnit(scheme_, parent, unit_tokens, extra));
   }
 }
 
