@@ -4,7 +4,8 @@ methods.
 
 ``classes()`` resolves them when a manager is built (not when hkv.vllm is
 imported, which may come before the engine is on the path): a namespace
-with ``KVCacheBlocks``, ``BlockStored``, ``BlockRemoved``,
+with ``KVCacheBlocks`` (and ``BlocksOverIds``, its subclass made from
+block ids), ``BlockStored``, ``BlockRemoved``,
 ``AllBlocksCleared``, ``PrefixCacheStats``, ``convert_block_hash`` (the
 engine's ``maybe_convert_block_hash``: bytes, or 64-bit integers under
 ``VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES``), ``logger`` (the engine's manager module's, which its operators watch) and
@@ -131,8 +132,52 @@ def spec_kind(spec):
     return kind, window
 
 
+def _blocks_over_ids(base):
+    """A subclass of ``base`` (a KVCacheBlocks class) made from block ids:
+    ``get_block_ids`` answers from the ids and the block objects of
+    ``blocks`` are built on their first read, so a scheduler that only
+    passes the result back or asks for ids never builds them."""
+
+    class BlocksOverIds(base):
+        def __init__(self, ids, views):
+            """``ids``: per-group id lists, or a callable returning them
+            (called once, on first need); ``views``: the block objects by
+            id."""
+            self._ids = ids
+            self._views = views
+            self._built = None
+
+        def ids(self):
+            """The per-group id lists (shared: do not change them)."""
+            if callable(self._ids):
+                self._ids = self._ids()
+            return self._ids
+
+        @property
+        def blocks(self):
+            if self._built is None:
+                views = self._views
+                self._built = tuple([views[i] for i in g] for g in self.ids())
+            return self._built
+
+        @blocks.setter
+        def blocks(self, value):
+            self._built = tuple(value)
+            self._ids = tuple([b.block_id for b in g] for g in self._built)
+
+        def get_block_ids(self, allow_none=False):
+            ids = self.ids()
+            if allow_none and not any(ids):
+                return None
+            return tuple(list(g) for g in ids)
+
+    BlocksOverIds.__name__ = BlocksOverIds.__qualname__ = base.__name__
+    return BlocksOverIds
+
+
 _STAND_INS = types.SimpleNamespace(
-    engine=False, KVCacheBlocks=KVCacheBlocks, BlockStored=BlockStored,
+    engine=False, KVCacheBlocks=KVCacheBlocks,
+    BlocksOverIds=_blocks_over_ids(KVCacheBlocks), BlockStored=BlockStored,
     BlockRemoved=BlockRemoved, AllBlocksCleared=AllBlocksCleared,
     PrefixCacheStats=PrefixCacheStats, convert_block_hash=lambda h: h,
     logger=logging.getLogger("hkv.vllm"))
@@ -154,6 +199,7 @@ def classes():
 
     _resolved = types.SimpleNamespace(
         engine=True, KVCacheBlocks=kv_cache_manager.KVCacheBlocks,
+        BlocksOverIds=_blocks_over_ids(kv_cache_manager.KVCacheBlocks),
         BlockStored=kv_events.BlockStored,
         BlockRemoved=kv_events.BlockRemoved,
         AllBlocksCleared=kv_events.AllBlocksCleared, PrefixCacheStats=Stats,

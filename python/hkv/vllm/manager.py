@@ -15,6 +15,8 @@ lookup). docs/python.md lists what hkv does differently and the opt-ins.
 Not thread-safe: one scheduler thread drives a manager.
 """
 
+import bisect
+
 from hkv import _hkv
 from hkv.kv_cache_manager import _FREE_ORDERS, _choice
 from hkv.manager import make_groups, whole
@@ -27,19 +29,23 @@ _MEDIUM_GPU = "GPU"
 # hkv needs one key per complete unit; with caching off the engine hashes
 # nothing, and any key will do.
 _PLACEHOLDER_KEY = b"\0"
+# Token counts beyond any a request reaches: the open ends of a range.
+_FAR_BELOW, _FAR_ABOVE = -(1 << 62), 1 << 62
 
 
 class _Tracked:
     """What the manager knows of one request: the engine's object, the
     hkv request keyed from it, its last lookup, whether it holds blocks."""
 
-    __slots__ = ("request", "mirror", "num_keys", "hit", "holds", "quiet")
+    __slots__ = ("request", "mirror", "num_keys", "hit", "hit_blocks",
+                 "holds", "quiet")
 
     def __init__(self, request, mirror, num_keys):
         self.request = request
         self.mirror = mirror
         self.num_keys = num_keys
         self.hit = None
+        self.hit_blocks = None  # the KVCacheBlocks of the last lookup
         self.holds = False
         # After an allocation: (epoch, lookahead, commit?, and the token
         # ranges over which the next one would change nothing).
@@ -127,7 +133,8 @@ class KVCacheManager:
         # Read-only per-group views (the engine's coordinator, for tests and
         # tools that read req_to_blocks / num_cached_block).
         self.coordinator = Coordinator(self, self._block_sizes)
-        self._boundaries = _boundaries(config.groups, self._block_sizes)
+        self._cell_offsets = _cell_offsets(
+            _boundaries(config.groups, self._block_sizes))
         # Bumped by every call that changes tables outside allocate_slots.
         self._epoch = 0
         self._next_id = 0
@@ -165,7 +172,11 @@ class KVCacheManager:
             self.prefix_cache_stats.record(
                 num_tokens=request.num_tokens, num_hits=hit.num_tokens,
                 preempted=request.num_preemptions > 0)
-        return self._blocks(hit.blocks), hit.num_tokens
+        # A hit of no tokens has no blocks in any group.
+        blocks = (self._engine.BlocksOverIds(lambda: hit.blocks, self._views)
+                  if hit.num_tokens else self.empty_kv_cache_blocks)
+        tracked.hit_blocks = blocks
+        return blocks, hit.num_tokens
 
     def allocate_slots(self, request, num_new_tokens,
                        num_new_computed_tokens=0, new_computed_blocks=None,
@@ -191,15 +202,18 @@ class KVCacheManager:
         tracked = self._tracked.get(request.request_id)
         if (tracked is not None and tracked.quiet is not None
                 and tracked.request is request
-                and not num_new_computed_tokens
                 and new_computed_blocks is None
-                and not num_external_computed_tokens
-                and not full_sequence_must_fit
+                and not (num_new_computed_tokens
+                         or num_external_computed_tokens
+                         or full_sequence_must_fit)
                 and self._quiet(tracked.quiet, request, num_new_tokens,
                                 num_lookahead_tokens, delay_cache_blocks)):
             return self.empty_kv_cache_blocks
         tracked = self._track(request)
-        hit = self._hit(tracked, num_new_computed_tokens, new_computed_blocks)
+        hit = (None if new_computed_blocks is None
+               and not num_new_computed_tokens
+               else self._hit(tracked, num_new_computed_tokens,
+                              new_computed_blocks))
         computed = request.num_computed_tokens
         total_computed = min(computed + num_new_computed_tokens
                              + num_external_computed_tokens,
@@ -215,13 +229,9 @@ class KVCacheManager:
         if tables is None:
             return None
         tracked.holds = True
-        tracked.hit = None
-        main = total_computed + num_new_tokens
-        tracked.quiet = (
-            self._epoch, num_lookahead_tokens, commit is None,
-            *self._cell(total_computed), *self._cell(main),
-            *self._cell(min(main + num_lookahead_tokens, self.max_model_len)),
-            *self._cell(-1 if commit is None else commit))
+        tracked.hit = tracked.hit_blocks = None
+        tracked.quiet = self._quiet_ranges(total_computed, num_new_tokens,
+                                           num_lookahead_tokens, commit)
         self.drain_events(tracked)
         return self._blocks(tables)
 
@@ -351,48 +361,88 @@ class KVCacheManager:
         """``(lo, hi)``: the token counts around ``x`` that no group tells
         apart from it (none crosses one of its block boundaries, those of
         its window or chunk, or of its states' release)."""
-        lo, hi = -(1 << 62), 1 << 62
-        for b, offset in self._boundaries:
-            start = (x - offset) // b * b + offset
-            lo = max(lo, start)
-            hi = min(hi, start + b - 1)
+        lo, hi = _FAR_BELOW, _FAR_ABOVE
+        for period, offsets in self._cell_offsets:
+            residue = x % period
+            i = bisect.bisect_right(offsets, residue)
+            start = x - residue + offsets[i - 1]
+            if start > lo:
+                lo = start
+            end = x - residue + offsets[i] - 1
+            if end < hi:
+                hi = end
         return lo, hi
+
+    def _quiet_ranges(self, total_computed, num_new_tokens,
+                      num_lookahead_tokens, commit):
+        """The ``quiet`` of a request after an allocation: ``(epoch,
+        lookahead, commit?, computed lo, hi, main lo, hi, commit lo, hi)``.
+        A later allocation changes nothing while its computed, main, slot
+        and cached token counts stay in the cells of this one's (_cell);
+        the slot count's cell is folded into the main count's range (with
+        the same lookahead, slots are main plus lookahead capped at
+        max_model_len). Cells partition the token counts, so a count in
+        the main count's cell has that cell (a decode step's mostly do)."""
+        max_len = self.max_model_len
+        main = total_computed + num_new_tokens
+        main_lo, main_hi = cell = self._cell(main)
+        slots = min(main + num_lookahead_tokens, max_len)
+        slots_lo, slots_hi = (cell if main_lo <= slots <= main_hi
+                              else self._cell(slots))
+        main_lo = max(main_lo, slots_lo - num_lookahead_tokens)
+        if slots_hi < max_len:  # else every main from slots_lo on caps
+            main_hi = min(main_hi, slots_hi - num_lookahead_tokens)
+        computed_lo, computed_hi = (
+            cell if cell[0] <= total_computed <= cell[1]
+            else self._cell(total_computed))
+        commit_lo, commit_hi = (
+            (_FAR_BELOW, _FAR_ABOVE) if commit is None
+            else cell if cell[0] <= commit <= cell[1] else self._cell(commit))
+        return (self._epoch, num_lookahead_tokens, commit is None,
+                computed_lo, computed_hi, main_lo, main_hi, commit_lo,
+                commit_hi)
 
     def _quiet(self, quiet, request, num_new_tokens, num_lookahead_tokens,
                delay_cache_blocks):
         """Whether an allocation for a running request, with no hit and
-        no connector tokens, would change nothing since its last one: the
-        same cells of computed, main, slot and cached token counts (then
-        no group allocates, releases or caches a block), nothing else
-        touched its tables in between. Its new tokens' keys wait for the
-        next call that needs them."""
-        (epoch, lookahead, no_commit, t0, t1, m0, m1, s0, s1, c0,
-         c1) = quiet
+        no connector tokens, would change nothing since its last one: its
+        computed, main and cached token counts stay in the ranges of its
+        ``quiet`` (_quiet_ranges; then no group allocates, releases or
+        caches a block) and nothing else touched its tables in between.
+        Its new tokens' keys wait for the next call that needs them."""
+        (epoch, lookahead, no_commit, computed_lo, computed_hi, main_lo,
+         main_hi, commit_lo, commit_hi) = quiet
         if (epoch != self._epoch or lookahead != num_lookahead_tokens
                 or no_commit != (delay_cache_blocks
                                  or not self.enable_caching)):
             return False
-        total = min(request.num_computed_tokens, self.max_model_len)
+        total = request.num_computed_tokens
+        if total > self.max_model_len:
+            total = self.max_model_len
         main = total + num_new_tokens
-        slots = min(main + num_lookahead_tokens, self.max_model_len)
-        commit = -1 if no_commit else min(main, request.num_tokens)
-        return (t0 <= total <= t1 and m0 <= main <= m1 and s0 <= slots <= s1
-                and c0 <= commit <= c1)
+        if not (computed_lo <= total <= computed_hi
+                and main_lo <= main <= main_hi):
+            return False
+        if no_commit:
+            return True
+        num_tokens = request.num_tokens
+        return commit_lo <= (main if main < num_tokens
+                             else num_tokens) <= commit_hi
 
     def _blocks(self, tables):
-        """KVCacheBlocks of the block views for per-group id lists."""
+        """KVCacheBlocks over per-group id lists (their block views built
+        when read)."""
         if not any(tables):
             return self.empty_kv_cache_blocks
-        views = self._views
-        return self._engine.KVCacheBlocks(
-            tuple([views[i] for i in ids] for ids in tables))
+        return self._engine.BlocksOverIds(tables, self._views)
 
     def _hit(self, tracked, num_tokens, blocks):
         """The CacheHit to adopt: the request's lookup cut to
         ``num_tokens``, or None. Raises hkv.UsageError for a hit the
         request was not given."""
+        own = blocks is not None and blocks is tracked.hit_blocks
         passed = blocks is not None and blocks is not \
-            self.empty_kv_cache_blocks and any(blocks.blocks)
+            self.empty_kv_cache_blocks and (own or any(blocks.blocks))
         if not num_tokens and not passed:
             return None
         hit = tracked.hit
@@ -404,6 +454,8 @@ class KVCacheManager:
         if num_tokens != hit.num_tokens:
             hit = self.cache.truncate_hit(hit, whole("num_new_computed_tokens",
                                                      num_tokens))
+        elif own:  # the lookup's own blocks, whole: nothing to compare
+            return hit
         if passed and blocks.get_block_ids() != tuple(hit.blocks):
             raise _hkv.UsageError(
                 f"new_computed_blocks for request "
@@ -461,15 +513,16 @@ class KVCacheManager:
     def _sync(self, tracked):
         """Appends the request's tokens hkv has not seen, with their keys."""
         request = tracked.request
-        num_new = request.num_tokens - tracked.mirror.num_tokens
+        num_tokens = request.num_tokens
+        num_new = num_tokens - tracked.mirror.num_tokens
         if num_new == 0:
             return
         if num_new < 0:
             raise _hkv.UsageError(
-                f"request {request.request_id!r} has {request.num_tokens} "
+                f"request {request.request_id!r} has {num_tokens} "
                 f"tokens, fewer than the {tracked.mirror.num_tokens} seen: "
                 "tokens only grow")
-        count = request.num_tokens // self.hash_block_size
+        count = num_tokens // self.hash_block_size
         keys = self._keys(request, count)
         if self.enable_caching:
             tracked.mirror.append_keyed_tokens(num_new, keys,
@@ -536,3 +589,21 @@ def _boundaries(groups, block_sizes):
             s = group.speculative_blocks
             found.update({(b, s % b), (b, (s + 1) % b), (b, (s + 2) % b)})
     return sorted(found)
+
+
+def _cell_offsets(boundaries):
+    """Per period of ``boundaries`` (_boundaries), ``(period, offsets)``:
+    its offsets ascending, between the last one less a period and the
+    first one plus a period, so that for a token count ``x`` with residue
+    ``r = x % period`` and ``i = bisect_right(offsets, r)`` the period's
+    boundaries nearest x are ``x - r + offsets[i - 1]`` at or under it and
+    ``x - r + offsets[i]`` over it."""
+    found = {}
+    for period, offset in boundaries:
+        found.setdefault(period, set()).add(offset % period)
+    cells = []
+    for period, offsets in sorted(found.items()):
+        ordered = sorted(offsets)
+        cells.append((period, (ordered[-1] - period, *ordered,
+                               ordered[0] + period)))
+    return tuple(cells)
