@@ -71,8 +71,8 @@ TEST(CallerKeysTest, AppendedKeysExtendTheChain) {
   CacheManager cache = MakeHybrid();
   const std::vector<TokenId> tokens = Range(0, 50);
   const std::vector<BlockHash> keys = KeysOf(cache, tokens);
-  Request r = Request::KeyedByCaller(
-      {.id = RequestId{1}}, 20, std::span(keys).first(1), cache.key_scheme());
+  Request r = Request::KeyedByCaller({.id = RequestId{1}}, 20, {keys.front()},
+                                     cache.key_scheme());
   EXPECT_EQ(r.num_tokens(), 20u);
   r.AppendKeyedTokens(10, std::span(keys).subspan(1, 0));  // 30: no new unit
   r.AppendKeyedTokens(20, std::span(keys).subspan(1, 2));  // 50: units 2, 3

@@ -56,10 +56,10 @@ class Request {
   // REQUIRES (else UsageError, nothing kept): at most kMaxTokensPerRequest
   // tokens; keys.size() == num_prompt_tokens / scheme.hash_unit;
   // options.extras is empty (they are in the caller's keys already);
-  // hash_unit >= 1. O(keys).
+  // hash_unit >= 1. O(keys); the keys are moved in.
   static Request KeyedByCaller(RequestOptions options,
                                std::uint32_t num_prompt_tokens,
-                               std::span<const BlockHash> keys,
+                               std::vector<BlockHash> keys,
                                const KeyScheme& scheme);
 
   // Appends accepted output tokens and keys the units they complete.

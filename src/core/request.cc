@@ -38,7 +38,7 @@ Request::Request(RequestOptions options, std::span<const TokenId> prompt,
 
 Request Request::KeyedByCaller(RequestOptions options,
                                std::uint32_t num_prompt_tokens,
-                               std::span<const BlockHash> keys,
+                               std::vector<BlockHash> keys,
                                const KeyScheme& scheme) {
   HKV_REQUIRE(options.extras.empty(),
               "a request keyed by its caller takes no key extras (its keys "
@@ -54,7 +54,7 @@ Request Request::KeyedByCaller(RequestOptions options,
   r.keyed_by_caller_ = true;
   r.num_prompt_tokens_ = num_prompt_tokens;
   r.num_tokens_ = num_prompt_tokens;
-  r.keys_.assign(keys.begin(), keys.end());
+  r.keys_ = std::move(keys);
   return r;
 }
 

@@ -499,9 +499,11 @@ class KVCacheManager:
         unit = self.hash_block_size
         prompt = request.num_prompt_tokens
         keys = self._keys(request, request.num_tokens // unit)
+        if len(keys) != prompt // unit:  # else no copy (8,192 keys at 128k)
+            keys = keys[:prompt // unit]
         lora = request.lora_request
         mirror = _hkv.Request.with_caller_keys(
-            self._next_id, prompt, keys[:prompt // unit], self._scheme,
+            self._next_id, prompt, keys, self._scheme,
             _hkv.CacheRead.SKIPPED if request.skip_reading_prefix_cache
             else _hkv.CacheRead.ALLOWED,
             None if lora is None else lora.lora_int_id)
