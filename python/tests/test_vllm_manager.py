@@ -250,3 +250,26 @@ def test_decode_inside_a_block_changes_nothing_then_the_block_is_cached():
     assert kv.allocate_slots(a, 1).get_block_ids() == ([3],)
     b = v.Request("b", list(a.all_token_ids) + [5])
     assert kv.get_computed_blocks(b)[1] == 32
+
+
+def test_results_hold_block_ids_and_build_block_objects_when_read():
+    kv = manager()
+    admit(kv, v.Request("a", range(50)))
+    kv.free(v.Request("a", range(50)))
+    b = v.Request("b", range(50))
+    blocks, hit = kv.get_computed_blocks(b)
+    assert hit == 48 and blocks.get_block_ids() == ([1, 2, 3],)
+    # Ids are fresh lists each time: a caller may extend them.
+    blocks.get_block_ids()[0].append(7)
+    assert blocks.get_block_ids() == ([1, 2, 3],)
+    assert [blk.block_id for blk in blocks.blocks[0]] == [1, 2, 3]
+    assert blocks == kv.create_kv_cache_blocks(
+        (list(blocks.blocks[0]),))
+    # A copy of the lookup's blocks is compared; a different one refused.
+    other = kv.create_kv_cache_blocks((list(blocks.blocks[0][:2]),))
+    with pytest.raises(hkv.UsageError, match="are not its lookup's"):
+        kv.allocate_slots(b, 2, 48, other)
+    new = kv.allocate_slots(b, 2, 48, blocks)
+    (fresh,) = new.get_block_ids()
+    assert len(fresh) == 1 and new.get_block_ids(allow_none=True) == (fresh,)
+    assert kv.get_blocks("b").get_block_ids() == ([1, 2, 3] + fresh,)

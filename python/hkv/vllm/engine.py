@@ -165,6 +165,15 @@ def _blocks_over_ids(base):
             self._built = tuple(value)
             self._ids = tuple([b.block_id for b in g] for g in self._built)
 
+        def __eq__(self, other):
+            """Equal to any KVCacheBlocks with the same blocks, as results
+            built from block objects are."""
+            if not isinstance(other, base):
+                return NotImplemented
+            return self.blocks == other.blocks
+
+        __hash__ = None
+
         def get_block_ids(self, allow_none=False):
             ids = self.ids()
             if allow_none and not any(ids):
