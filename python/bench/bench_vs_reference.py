@@ -41,6 +41,7 @@ stderr.
 
 import argparse
 import json
+import logging
 import random
 import statistics
 import subprocess
@@ -71,6 +72,10 @@ from hkv.vllm import plugin  # noqa: E402
 VOCAB = 151936
 WINDOW = 4096
 EOS = VOCAB  # never sampled
+
+
+# The engine logs each prefix-cache reset at INFO, on stdout.
+logging.getLogger("vllm").setLevel(logging.WARNING)
 
 
 def log(message):
@@ -132,6 +137,7 @@ def cache(manager, r):
     cached."""
     assert manager.allocate_slots(r, r.num_tokens) is not None
     manager.free(r)
+    manager.take_new_block_ids()
 
 
 # Rows ------------------------------------------------------------------
@@ -185,6 +191,7 @@ def chunk(num_blocks, rounds, evicting):
             if i >= 8:
                 samples.append(t)
             m.free(r)
+            m.take_new_block_ids()  # as the scheduler does every step
         out[label] = median_us(samples)
         del m
     return out
