@@ -3,6 +3,9 @@
 
 #include <benchmark/benchmark.h>
 #include <openssl/evp.h>
+
+// Inlined, as hkv's digest (core/digest.cc) builds it.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <array>
