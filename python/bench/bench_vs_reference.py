@@ -40,6 +40,7 @@ stderr.
 """
 
 import argparse
+import gc
 import json
 import logging
 import random
@@ -111,15 +112,20 @@ def config(kinds, block, num_blocks):
 
 
 def managers(kinds, block, num_blocks, max_model_len=1 << 20):
-    """(label, manager) for the engine's and hkv's, same config."""
-    built = []
+    """Yields (label, manager) for the engine's and then hkv's, same
+    config. Each side runs with the cyclic collector off after a collection,
+    so that neither pays inside a timed call for garbage the other left."""
     for label, cls in (("engine", plugin.engine_manager_class()),
                        ("hkv", hkv.vllm.KVCacheManager)):
-        built.append((label, cls(config(kinds, block, num_blocks),
-                                 max_model_len=max_model_len,
-                                 hash_block_size=block,
-                                 max_num_batched_tokens=8192)))
-    return built
+        gc.collect()
+        gc.disable()
+        try:
+            yield label, cls(config(kinds, block, num_blocks),
+                             max_model_len=max_model_len,
+                             hash_block_size=block,
+                             max_num_batched_tokens=8192)
+        finally:
+            gc.enable()
 
 
 def timed(call):
@@ -291,9 +297,63 @@ def ratio(engine, ours):
     return f"{engine / ours:.1f}x"
 
 
+def one_round(args):
+    """Every row once: {path: (engine, hkv, unit)} and the keying figures."""
+    rows = {}
+
+    def add(path, figures, unit):
+        rows[path] = (figures["engine"], figures["hkv"], unit)
+
+    log("warm lookups")
+    for first_seen in (True, False):
+        what = ("a new request's" if first_seen else
+                "the same request's again")
+        full, hit = warm_lookup(["full"], 16, args.runs, first_seen)
+        add(f"warm lookup, 128k tokens, block 16, {what} ({hit})", full, "µs")
+        hybrid, hit = warm_lookup(["full", "mamba_align", "swa"], 256,
+                                  args.runs, first_seen)
+        add(f"warm lookup, hybrid, block 256, {what} ({hit})", hybrid, "µs")
+    sizes = [10 ** 4] + ([10 ** 6] if args.scale else [])
+    for n in sizes:
+        for evicting in (True, False):
+            log(f"chunk at {n} blocks, evicting={evicting}")
+            what = "that evicts 512 blocks" if evicting else "nothing to evict"
+            add(f"prefill chunk of 8,192 tokens, {what}, {n:,} blocks",
+                chunk(n, 40, evicting), "µs")
+    for kinds, label in ((["full"], "full"),
+                         (["full", "mamba_align", "swa"], "hybrid")):
+        log(f"decode {label}")
+        add(f"decode allocate + commit, {label}, one request",
+            decode(kinds, 200), "ns")
+    log("free")
+    add("free of a 128k request (8,192 cached blocks)",
+        free_128k(args.runs // 5), "µs")
+    log("keying")
+    k = keying(7, args.hkv_bench)
+    for name, ours in (("sha256_cbor", "sha256_cbor"),
+                       ("xxhash_cbor", "xxh3_128_cbor")):
+        rows[f"keying 128k tokens at unit 16, engine {name} / hkv {ours} "
+             "through the binding"] = (k[name], k[f"hkv {ours}"], "µs")
+    rows["keying 128k tokens at unit 16, engine sha256 (pickle, its "
+         "default) / hkv sha256_cbor"] = (k["sha256"], k["hkv sha256_cbor"],
+                                          "µs")
+    if not args.skip_steps:
+        log("scheduler steps")
+        st = steps()
+        for name in ("long", "decode"):
+            e, h = st[(name, "engine")], st[(name, "hkv")]
+            rows[f"engine's scheduler step, hybrid, {name}: whole step"] = (
+                e[0], h[0], "µs")
+            rows[f"engine's scheduler step, hybrid, {name}: manager "
+                 "calls"] = (e[1], h[1], "µs")
+    return rows, k
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--runs", type=int, default=500)
+    p.add_argument("--rounds", type=int, default=3,
+                   help="rounds of every row; each side's median over them")
     p.add_argument("--scale", action="store_true",
                    help="add the evicting chunk at 10^6 blocks (minutes)")
     p.add_argument("--hkv-bench", help="hkv_bench binary: adds the C++ "
@@ -301,63 +361,22 @@ def main(argv=None):
     p.add_argument("--skip-steps", action="store_true")
     args = p.parse_args(argv)
     init_none_hash(sha256)
-    rows = []  # (path, engine, hkv, unit)
+    rounds = []
+    for r in range(args.rounds):
+        log(f"round {r + 1} of {args.rounds}")
+        rounds.append(one_round(args))
 
-    log("warm lookups")
-    for first_seen in (True, False):
-        what = ("a new request's" if first_seen else
-                "the same request's again")
-        full, hit = warm_lookup(["full"], 16, args.runs, first_seen)
-        rows.append((f"warm lookup, 128k tokens, block 16, {what} ({hit})",
-                     full["engine"], full["hkv"], "µs"))
-        hybrid, hit = warm_lookup(["full", "mamba_align", "swa"], 256,
-                                  args.runs, first_seen)
-        rows.append((f"warm lookup, hybrid, block 256, {what} ({hit})",
-                     hybrid["engine"], hybrid["hkv"], "µs"))
-    sizes = [10 ** 4] + ([10 ** 6] if args.scale else [])
-    for n in sizes:
-        for evicting in (True, False):
-            log(f"chunk at {n} blocks, evicting={evicting}")
-            c = chunk(n, 40, evicting)
-            what = "that evicts 512 blocks" if evicting else "nothing to evict"
-            rows.append((f"prefill chunk of 8,192 tokens, {what}, "
-                         f"{n:,} blocks", c["engine"], c["hkv"], "µs"))
-    for kinds, label in ((["full"], "full"),
-                         (["full", "mamba_align", "swa"], "hybrid")):
-        log(f"decode {label}")
-        dec = decode(kinds, 200)
-        rows.append((f"decode allocate + commit, {label}, one request",
-                     dec["engine"], dec["hkv"], "ns"))
-    log("free")
-    f = free_128k(args.runs // 5)
-    rows.append(("free of a 128k request (8,192 cached blocks)",
-                 f["engine"], f["hkv"], "µs"))
-    log("keying")
-    k = keying(7, args.hkv_bench)
-    for name, ours in (("sha256_cbor", "sha256_cbor"),
-                       ("xxhash_cbor", "xxh3_128_cbor")):
-        rows.append((f"keying 128k tokens at unit 16, engine {name} / hkv "
-                     f"{ours} through the binding", k[name],
-                     k[f"hkv {ours}"], "µs"))
-    rows.append(("keying 128k tokens at unit 16, engine sha256 (pickle, its "
-                 "default) / hkv sha256_cbor", k["sha256"],
-                 k["hkv sha256_cbor"], "µs"))
-    if not args.skip_steps:
-        log("scheduler steps")
-        st = steps()
-        for name in ("long", "decode"):
-            e, h = st[(name, "engine")], st[(name, "hkv")]
-            rows.append((f"engine's scheduler step, hybrid, {name}: whole "
-                         "step", e[0], h[0], "µs"))
-            rows.append((f"engine's scheduler step, hybrid, {name}: manager "
-                         "calls", e[1], h[1], "µs"))
-
-    print("| path | reference | hkv | reference / hkv |")
+    print(f"| path | reference | hkv | reference / hkv (min-max over "
+          f"{args.rounds} rounds) |")
     print("|---|---:|---:|---:|")
-    for path, engine, ours, unit in rows:
+    for path, (_, _, unit) in rounds[0][0].items():
+        engine = statistics.median(r[path][0] for r, _ in rounds)
+        ours = statistics.median(r[path][1] for r, _ in rounds)
+        each = [r[path][0] / r[path][1] for r, _ in rounds]
         print(f"| {path} | {engine:,.1f} {unit} | {ours:,.1f} {unit} | "
-              f"{ratio(engine, ours)} |")
-    cxx = {n: v for n, v in k.items() if n.startswith("BM_")}
+              f"{ratio(engine, ours)} ({min(each):.1f}-{max(each):.1f}) |")
+    cxx = {n: statistics.median(k[n] for _, k in rounds)
+           for n in rounds[0][1] if n.startswith("BM_")}
     if cxx:
         print()
         print("| hkv_bench (C++), 128k tokens, unit 16 | median | over the "
