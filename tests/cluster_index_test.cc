@@ -13,21 +13,15 @@
 namespace hkv {
 namespace {
 
-// Full attention and a recurrent group, both 16 tokens a block and a key.
-CacheConfig Hybrid() {
-  return {.groups = {{.kind = GroupKind::kFullAttention, .block_size = 16},
-                     {.kind = GroupKind::kRecurrent, .block_size = 16}},
-          .num_blocks = 64,
-          .keys = {.hash_unit = 16}};
-}
-
 class ClusterIndexTest : public ::testing::Test {
  protected:
   ClusterIndexTest() { Rebuild(1000); }
 
   void Rebuild(std::uint32_t capacity) {
-    index_ = *ClusterIndex::Create(
-        {.instance_config = Hybrid(), .capacity_keys = capacity}, 2);
+    index_ =
+        *ClusterIndex::Create({.instance_config = testing::FullAndRecurrent16(),
+                               .capacity_keys = capacity},
+                              2);
   }
   // The prompt's first `units` unit keys.
   std::vector<BlockHash> Keys(std::uint32_t units) const {
@@ -284,10 +278,11 @@ TEST_F(ClusterIndexTest, AResyncedInstanceClaimsNothingAndTakesTheNextBatch) {
 }
 
 TEST_F(ClusterIndexTest, Low64HashesMatchTheSameKeys) {
-  index_ = *ClusterIndex::Create({.instance_config = Hybrid(),
-                                  .capacity_keys = 1000,
-                                  .hashes = HashEncoding::kLow64},
-                                 1);
+  index_ =
+      *ClusterIndex::Create({.instance_config = testing::FullAndRecurrent16(),
+                             .capacity_keys = 1000,
+                             .hashes = HashEncoding::kLow64},
+                            1);
   const std::string batch = EncodeEventBatch(
       Holding(4, 3), 1.0, 0, KeyFunction::kSha256Cbor, HashEncoding::kLow64);
   ASSERT_EQ(index_->ApplyBatch(0, 0, batch, BatchSource::kLive),
@@ -300,7 +295,8 @@ TEST_F(ClusterIndexTest, EachStreamSaysItsOwnHashEncoding) {
   // The default: one engine sends the digest's bytes, another integers (the
   // reference engine's default); a query matches both.
   index_ = *ClusterIndex::Create(
-      {.instance_config = Hybrid(), .capacity_keys = 1000}, 2);
+      {.instance_config = testing::FullAndRecurrent16(), .capacity_keys = 1000},
+      2);
   ASSERT_EQ(index_->ApplyBatch(0, 0, Batch(Holding(4, 3)), BatchSource::kLive),
             BatchOutcome::kApplied);
   const std::string low64 = EncodeEventBatch(
@@ -356,12 +352,16 @@ TEST(ClusterIndexCreateTest, BadOptionsAreNamed) {
     EXPECT_FALSE(index.has_value());
     return index ? std::string() : index.error().message;
   };
-  EXPECT_NE(error({.instance_config = Hybrid(), .capacity_keys = 0}, 1)
+  EXPECT_NE(error({.instance_config = testing::FullAndRecurrent16(),
+                   .capacity_keys = 0},
+                  1)
                 .find("capacity_keys"),
             std::string::npos);
-  EXPECT_NE(error({.instance_config = Hybrid()}, 0).find("instances"),
+  EXPECT_NE(error({.instance_config = testing::FullAndRecurrent16()}, 0)
+                .find("instances"),
             std::string::npos);
-  EXPECT_NE(error({.instance_config = Hybrid()}, 5000).find("instances"),
+  EXPECT_NE(error({.instance_config = testing::FullAndRecurrent16()}, 5000)
+                .find("instances"),
             std::string::npos);
   EXPECT_NE(error({.instance_config = {}}, 1).find("instance_config"),
             std::string::npos);

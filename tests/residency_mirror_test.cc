@@ -14,17 +14,10 @@
 namespace hkv::internal {
 namespace {
 
-CacheConfig Hybrid() {
-  return {.groups = {{.kind = GroupKind::kFullAttention, .block_size = 16},
-                     {.kind = GroupKind::kRecurrent, .block_size = 16}},
-          .num_blocks = 64,
-          .keys = {.hash_unit = 16}};
-}
-
 class ResidencyMirrorTest : public ::testing::Test {
  protected:
   std::vector<BlockHash> Keys() const {
-    const KeyScheme scheme = *MakeKeyScheme(Hybrid().keys);
+    const KeyScheme scheme = *MakeKeyScheme(testing::FullAndRecurrent16().keys);
     const Request r({}, prompt_, scheme);
     return {r.keys().begin(), r.keys().end()};
   }
@@ -46,7 +39,7 @@ class ResidencyMirrorTest : public ::testing::Test {
 };
 
 TEST_F(ResidencyMirrorTest, AnswersAsTheEngineLooksUp) {
-  ResidencyMirror mirror(Hybrid(), 100);
+  ResidencyMirror mirror(testing::FullAndRecurrent16(), 100);
   for (std::size_t u = 0; u < 4; ++u) mirror.Store(Attention(u));
   mirror.Store(State(2));
   const CacheHit hit = Lookup(mirror);
@@ -57,7 +50,7 @@ TEST_F(ResidencyMirrorTest, AnswersAsTheEngineLooksUp) {
 }
 
 TEST_F(ResidencyMirrorTest, AKeyStaysWhileACopyIsHeld) {
-  ResidencyMirror mirror(Hybrid(), 100);
+  ResidencyMirror mirror(testing::FullAndRecurrent16(), 100);
   mirror.Store(Attention(0));
   mirror.Store(Attention(0));  // two requests computed the same prefix
   EXPECT_TRUE(mirror.Remove(Attention(0)));
@@ -69,7 +62,7 @@ TEST_F(ResidencyMirrorTest, AKeyStaysWhileACopyIsHeld) {
 }
 
 TEST_F(ResidencyMirrorTest, PastItsCapacityTheLeastRecentlyStoredGoes) {
-  ResidencyMirror mirror(Hybrid(), 3);
+  ResidencyMirror mirror(testing::FullAndRecurrent16(), 3);
   for (std::size_t u = 0; u < 4; ++u) mirror.Store(Attention(u));
   EXPECT_EQ(mirror.evicted_keys(), 1u);
   EXPECT_EQ(mirror.num_keys(), 3u);
@@ -81,7 +74,7 @@ TEST_F(ResidencyMirrorTest, PastItsCapacityTheLeastRecentlyStoredGoes) {
 }
 
 TEST_F(ResidencyMirrorTest, ClearForgetsEveryKey) {
-  ResidencyMirror mirror(Hybrid(), 100);
+  ResidencyMirror mirror(testing::FullAndRecurrent16(), 100);
   for (std::size_t u = 0; u < 5; ++u) {
     mirror.Store(Attention(u));
     mirror.Store(State(u));
@@ -111,13 +104,13 @@ std::vector<BlockHash> ManyKeys(std::size_t n) {
 }
 
 TEST(ResidencyMirrorGrowthTest, MemoryFollowsTheKeysHeld) {
-  ResidencyMirror empty(Hybrid(), 1'000'000);
+  ResidencyMirror empty(testing::FullAndRecurrent16(), 1'000'000);
   EXPECT_EQ(empty.table_keys(), ResidencyMirror::kInitialKeys);
   EXPECT_LT(empty.MemoryBytes(), std::size_t{1} << 20);  // not 100 MB
 
   // 3000 keys: the tables grow (1024, 2048, 4096) and forget none; the
   // chain of every key from the first is found.
-  ResidencyMirror mirror(Hybrid(), 1'000'000);
+  ResidencyMirror mirror(testing::FullAndRecurrent16(), 1'000'000);
   const std::vector<BlockHash> keys = ManyKeys(3000);
   for (const BlockHash& k : keys)
     mirror.Store({.hash = k, .group = GroupId{0}});
@@ -131,7 +124,7 @@ TEST(ResidencyMirrorGrowthTest, MemoryFollowsTheKeysHeld) {
 }
 
 TEST(ResidencyMirrorGrowthTest, TheLeastRecentlyStoredGoesAcrossAGrowth) {
-  ResidencyMirror mirror(Hybrid(), 1500);
+  ResidencyMirror mirror(testing::FullAndRecurrent16(), 1500);
   const std::vector<BlockHash> keys = ManyKeys(1600);
   for (const BlockHash& k : keys)
     mirror.Store({.hash = k, .group = GroupId{0}});

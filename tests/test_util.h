@@ -15,6 +15,15 @@
 
 namespace hkv::testing {
 
+// Full attention and a recurrent group, both 16 tokens a block and a key,
+// in a pool of 64 blocks.
+inline CacheConfig FullAndRecurrent16() {
+  return {.groups = {{.kind = GroupKind::kFullAttention, .block_size = 16},
+                     {.kind = GroupKind::kRecurrent, .block_size = 16}},
+          .num_blocks = 64,
+          .keys = {.hash_unit = 16}};
+}
+
 // [value] * count
 inline std::vector<TokenId> Repeat(TokenId value, std::uint32_t count) {
   return std::vector<TokenId>(count, value);

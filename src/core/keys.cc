@@ -41,6 +41,14 @@ std::size_t MaxUnitBytes(std::span<const TokenId> tokens,
   return size;
 }
 
+// This thread's buffer for encoding one unit, at least `capacity` bytes.
+// Grown, never shrunk: resizing zero-fills only when it grows.
+std::uint8_t* UnitScratch(std::size_t capacity) {
+  thread_local std::vector<std::uint8_t> buffer;
+  if (buffer.size() < capacity) buffer.resize(capacity);
+  return buffer.data();
+}
+
 // One tagged tuple (keys.h, ExtraKeyKind).
 void EncodeExtraKey(const ExtraKey& key, internal::CborWriter& cbor) {
   const bool triple =
@@ -156,13 +164,9 @@ std::vector<std::uint8_t> UnitKeyInput(const KeyScheme& scheme,
 BlockHash HashUnit(const KeyScheme& scheme, const BlockHash& parent,
                    std::span<const TokenId> tokens,
                    std::span<const ExtraKey> extra) {
-  // Grown, never shrunk: resizing zero-fills only when it grows.
-  thread_local std::vector<std::uint8_t> buffer;
-  const std::size_t capacity = MaxUnitBytes(tokens, extra);
-  if (buffer.size() < capacity) buffer.resize(capacity);
-  const std::size_t size =
-      EncodeUnit(scheme, parent, tokens, extra, buffer.data());
-  return Digest(scheme.function, std::span(buffer.data(), size));
+  std::uint8_t* const out = UnitScratch(MaxUnitBytes(tokens, extra));
+  const std::size_t size = EncodeUnit(scheme, parent, tokens, extra, out);
+  return Digest(scheme.function, std::span(out, size));
 }
 
 namespace internal {
@@ -175,12 +179,8 @@ void AppendPlainUnitKeys(const KeyScheme& scheme, BlockHash parent,
   if (count == 0) return;
   // [parent, [tokens], null]: everything but the parent and the tokens is
   // the same in every unit.
-  thread_local std::vector<std::uint8_t> buffer;
   const std::size_t digest_size = DigestSize(scheme.function);
-  const std::size_t capacity = 3 * CborWriter::kMaxHeadBytes + digest_size +
-                               5 * unit + CborWriter::kArraySpareBytes + 1;
-  if (buffer.size() < capacity) buffer.resize(capacity);
-  std::uint8_t* const out = buffer.data();
+  std::uint8_t* const out = UnitScratch(MaxUnitBytes(tokens.first(unit), {}));
   CborWriter framing(out);
   framing.ArrayHeader(3);
   framing.Bytes(std::span(parent.bytes.data(), digest_size));
