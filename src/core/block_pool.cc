@@ -87,6 +87,7 @@ BlockPool::BlockPool(const std::vector<std::uint32_t>& range_ids,
                                   std::uint64_t{0})),
       free_queue_(num_blocks(), PoolStarts(range_ids)),
       index_(num_blocks()),
+      runs_(num_blocks()),
       events_(events),
       evicted_(num_blocks()),
       slot_bytes_(slot_bytes.begin(), slot_bytes.end()),
@@ -210,12 +211,13 @@ void BlockPool::Free(std::span<const BlockId> ordered) {
   }
 }
 
-void BlockPool::SetPrimary(BlockId id, const PrefixKey& key,
-                           std::uint32_t num_tokens) {
+BlockId BlockPool::SetPrimary(BlockId id, const PrefixKey& key,
+                              std::uint32_t num_tokens) {
   HKV_DCHECK(!index_.HasKeys(id));  // so the primary is the first key
   blocks_[ToIndex(id)].primary_num_tokens = num_tokens;
-  index_.Insert(key, id);
+  const BlockId first = index_.Insert(key, id);
   evicted_.Forget(key);
+  return first;
 }
 
 void BlockPool::AddAlias(BlockId id, const PrefixKey& key) {
@@ -233,6 +235,65 @@ void BlockPool::CacheFull(BlockId id, const PrefixKey& key,
     EvictKeys(id);  // a partial entry is promoted to the full block
   }
   SetPrimary(id, key, num_tokens);
+}
+
+BlockId BlockPool::CacheChained(BlockId id, const PrefixKey& key,
+                                std::uint32_t num_tokens, std::uint32_t depth,
+                                BlockId previous) {
+  HKV_DCHECK(id != kNullBlock && num_tokens > 0);
+  if (!caching_enabled()) return kNullBlock;
+  if (HasPrimary(ToIndex(id))) {
+    HKV_DCHECK(blocks_[ToIndex(id)].primary_num_tokens < num_tokens);
+    EvictKeys(id);  // a partial entry is promoted to the full block
+  }
+  const BlockId first = SetPrimary(id, key, num_tokens);
+  if (first == id) runs_.Append(id, depth, previous);
+  return first;
+}
+
+void BlockPool::FindCachedRun(std::span<const BlockHash> keys,
+                              std::size_t stride, std::size_t count,
+                              GroupId group, std::vector<BlockId>& out) const {
+  const auto key = [&](std::size_t j) -> const BlockHash& {
+    return keys[(j + 1) * stride - 1];
+  };
+  // The answer is in [known, missing]: depths below `known` are certified
+  // through `tip`, and the key at `missing` is not cached (or missing ==
+  // count). The deepest key first: a whole hit is one probe and a copy.
+  std::size_t known = 0;
+  std::size_t missing = count;
+  BlockId tip = kNullBlock;
+  std::size_t next = count - 1;
+  while (!runs_.empty() && known < missing) {
+    const std::optional<BlockId> found = index_.Find(key(next), group);
+    if (!found) {
+      missing = next;
+    } else if (runs_.Certified(*found, static_cast<std::uint32_t>(next))) {
+      known = next + 1;
+      tip = *found;
+    } else {
+      break;  // not provable from the runs: walk on from `known`
+    }
+    next = known + (missing - known) / 2;
+  }
+  const std::size_t start = out.size();
+  out.resize(start + known);
+  if (known > 0) {
+    runs_.CopyChain(tip, static_cast<std::uint32_t>(known - 1),
+                    out.data() + start);
+  }
+  // In chunks, so that a short walk does not zero-fill a long output.
+  constexpr std::size_t kChunk = 64;
+  for (std::size_t done = known; done < missing;) {
+    const std::size_t n = std::min(kChunk, missing - done);
+    const std::size_t at = out.size();
+    out.resize(at + n);
+    const std::size_t walked = index_.FindRun(
+        keys.subspan(done * stride), stride, n, group, out.data() + at);
+    out.resize(at + walked);
+    if (walked < n) return;
+    done += n;
+  }
 }
 
 bool BlockPool::CachePartial(BlockId id, const PrefixKey& key,
@@ -264,6 +325,7 @@ void BlockPool::DropKeys(BlockId id, F&& on_key) {
   if (b.primary_num_tokens == 0) return;
   ++key_generation_;
   b.primary_num_tokens = 0;
+  runs_.Forget(id);
   index_.EraseBlock(id, std::forward<F>(on_key));
 }
 
@@ -285,6 +347,7 @@ bool BlockPool::Reset() {
   if (num_usable_blocks() != num_free_blocks()) return false;
   ++key_generation_;
   index_.Clear();
+  runs_.Clear();
   evicted_.Clear();
   for (Block& b : blocks_) b.primary_num_tokens = 0;
   events_.Record(AllBlocksCleared{});
@@ -295,7 +358,7 @@ std::size_t BlockPool::MemoryBytes() const {
   std::size_t parked = 0;
   for (const std::vector<BlockId>& ids : parked_) parked += ids.capacity();
   return blocks_.capacity() * sizeof(Block) + free_queue_.MemoryBytes() +
-         index_.MemoryBytes() + evicted_.MemoryBytes() +
+         index_.MemoryBytes() + runs_.MemoryBytes() + evicted_.MemoryBytes() +
          (free_scratch_.capacity() + parked) * sizeof(BlockId);
 }
 
@@ -328,13 +391,18 @@ bool BlockPool::ParkingConsistent() const {
 
 bool BlockPool::CheckInvariants() const {
   if (!free_queue_.CheckInvariants() || free_queue_.Contains(kNullBlock) ||
-      !index_.CheckInvariants()) {
+      !index_.CheckInvariants() || !runs_.CheckInvariants()) {
     return false;
   }
   if (!ParkingConsistent()) return false;
   for (std::uint32_t i = 1; i < num_blocks(); ++i) {
     const BlockId id{i};
     if (HasPrimary(i) != index_.HasKeys(id)) return false;
+    // A run's member is registered first under its primary key.
+    if (runs_.IsMember(id) &&
+        (!HasPrimary(i) || index_.Find(index_.FirstKey(id)) != id)) {
+      return false;
+    }
     // A block holds each of its keys once.
     const std::vector<PrefixKey> keys = index_.KeysOf(id);
     for (std::size_t k = 1; k < keys.size(); ++k) {

@@ -41,6 +41,7 @@
 #include <span>
 #include <vector>
 
+#include "core/chain_runs.h"
 #include "core/event_log.h"
 #include "core/evicted_keys.h"
 #include "core/free_block_queue.h"
@@ -157,23 +158,15 @@ class BlockPool {
     return index_.Find(key);
   }
   // Blocks cached under keys[stride - 1], keys[2 * stride - 1], ... until
-  // one misses (at most `count`), appended to `out`. Never touches refs.
+  // one misses (at most `count`), appended to `out`: each the block a key's
+  // lookup returns (FindCached). When the keys are a chain committed through
+  // CacheChained, the cached prefix is found by bisection over the keys
+  // (the deepest first) and copied from the chain runs; where the runs
+  // cannot prove a depth, the rest is walked key by key. Never touches refs.
+  // REQUIRES: keys.size() >= count * stride.
   void FindCachedRun(std::span<const BlockHash> keys, std::size_t stride,
                      std::size_t count, GroupId group,
-                     std::vector<BlockId>& out) const {
-    // In chunks, so that a short run does not zero-fill a long output.
-    constexpr std::size_t kChunk = 64;
-    for (std::size_t done = 0; done < count;) {
-      const std::size_t n = std::min(kChunk, count - done);
-      const std::size_t start = out.size();
-      out.resize(start + n);
-      const std::size_t found = index_.FindRun(
-          keys.subspan(done * stride), stride, n, group, out.data() + start);
-      out.resize(start + found);
-      if (found < n) return;
-      done += n;
-    }
-  }
+                     std::vector<BlockId>& out) const;
 
   // Pops `n` blocks from the front of `pool`'s free queue into `out`,
   // evicting their keys; each gets ref count 1. REQUIRES: n <=
@@ -195,6 +188,16 @@ class BlockPool {
   // first dropping a shorter (partial) primary and its aliases.
   // REQUIRES: id is not null; no primary key proving >= num_tokens.
   void CacheFull(BlockId id, const PrefixKey& key, std::uint32_t num_tokens);
+
+  // CacheFull for the full block at `depth` (its index among the full blocks
+  // of its request, 0 first) of a chain of keys (chain_runs.h), which makes
+  // it findable by FindCachedRun's bisection. `previous`: what this call
+  // returned for depth - 1 (or the block FindCached returns for that key);
+  // ignored at depth 0. Returns the block registered first under `key` (`id`
+  // unless it was cached already); the null block when caching is off.
+  BlockId CacheChained(BlockId id, const PrefixKey& key,
+                       std::uint32_t num_tokens, std::uint32_t depth,
+                       BlockId previous);
 
   // Registers a partial entry (spec §2.6): a boundary inside the block. A
   // longer entry supersedes shorter ones; a shorter one becomes an alias of
@@ -231,6 +234,8 @@ class BlockPool {
   // Every key of `id`, primary first. For tests and diagnostics.
   std::vector<PrefixKey> KeysOf(BlockId id) const { return index_.KeysOf(id); }
   std::size_t num_keys() const { return index_.size(); }
+  // Runs of chained blocks (chain_runs.h).
+  std::size_t num_chain_runs() const { return runs_.num_runs(); }
   // Whether `key` was evicted by reuse recently (and not registered since).
   // Approximate: see evicted_keys.h for how recently and how accurately.
   bool WasEvicted(const PrefixKey& key) const { return evicted_.Contains(key); }
@@ -269,7 +274,9 @@ class BlockPool {
   bool HasPrimary(std::uint32_t i) const {
     return blocks_[i].primary_num_tokens > 0;
   }
-  void SetPrimary(BlockId id, const PrefixKey& key, std::uint32_t num_tokens);
+  // Returns the block registered first under `key`.
+  BlockId SetPrimary(BlockId id, const PrefixKey& key,
+                     std::uint32_t num_tokens);
   void AddAlias(BlockId id, const PrefixKey& key);
   void RecordRemoval(const PrefixKey& key);
   // Takes a free block off its queue, evicting its keys.
@@ -284,6 +291,7 @@ class BlockPool {
   std::vector<Block> blocks_;
   FreeBlockQueue free_queue_;
   PrefixIndex index_;
+  ChainRuns runs_;
   std::vector<BlockId> free_scratch_;
   PoolStats stats_;
   EventLog events_;

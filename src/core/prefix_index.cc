@@ -62,7 +62,7 @@ bool PrefixIndex::Contains(const PrefixKey& key, BlockId block) const {
   return false;
 }
 
-void PrefixIndex::Insert(const PrefixKey& key, BlockId block) {
+BlockId PrefixIndex::Insert(const PrefixKey& key, BlockId block) {
   HKV_DCHECK(block != kNullBlock && ToIndex(block) < records_.size());
   const std::uint32_t ref = NewRegistration(key, block);
   ++num_entries_;
@@ -73,10 +73,11 @@ void PrefixIndex::Insert(const PrefixKey& key, BlockId block) {
         first.last_dup != kNone ? first.last_dup : slot.ref;
     Reg(last).next_dup = ref;
     first.last_dup = ref;
-    return;
+    return BlockOf(slot.ref);
   }
   slot = {.tag = TagOf(key), .ref = ref};
   if (++size_ * 2 > slots_.size()) Grow();
+  return block;
 }
 
 std::uint32_t PrefixIndex::NewRegistration(const PrefixKey& key,

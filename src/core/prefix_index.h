@@ -102,9 +102,10 @@ class PrefixIndex {
   // blocks, a block holds a few keys.
   bool Contains(const PrefixKey& key, BlockId block) const;
   // Registers `block` under `key` after any blocks already there, and after
-  // the block's other keys. O(keys of `block`).
+  // the block's other keys; returns the key's first-inserted block (`block`
+  // when the key was new). O(keys of `block`).
   // REQUIRES: block is neither the null block nor past num_blocks.
-  void Insert(const PrefixKey& key, BlockId block);
+  BlockId Insert(const PrefixKey& key, BlockId block);
   // Unregisters `block` from `key`; a no-op when it is not registered there.
   // Returns whether something was removed. O(blocks under `key` + keys of
   // `block`).

@@ -82,7 +82,7 @@ void FullAttentionManager::Commit(GroupTable& table, const Request& request,
                                   std::uint32_t num_tokens,
                                   std::span<const std::uint32_t> replay) {
   HKV_DCHECK(num_tokens <= request.num_tokens());
-  CommitFullBlocks(table, request, num_tokens);
+  CommitFullBlocks(table, request, num_tokens, {}, Chaining::kChained);
   if (geometry_.block_size != cache_.hash_unit) {
     CommitPartialTail(table, request, num_tokens, replay);
   }

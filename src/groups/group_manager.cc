@@ -137,13 +137,20 @@ void GroupManager::Free(GroupTable& table) {
 
 void GroupManager::CommitFullBlocks(GroupTable& table, const Request& request,
                                     std::uint32_t num_tokens,
-                                    const std::vector<bool>& keep) {
+                                    const std::vector<bool>& keep,
+                                    Chaining chaining) {
   const std::uint32_t b = geometry_.block_size;
   const std::uint32_t full = num_tokens / b;
   HKV_DCHECK(full <= table.blocks.size());
   EventLog& events = pool_.events();
   const std::uint32_t first = table.num_committed_blocks;
   std::uint32_t run_start = first;
+  // The block registered first under the previous depth's key.
+  BlockId previous = kNullBlock;
+  if (chaining == Chaining::kChained && first > 0 && first < full) {
+    previous = pool_.FindCached(FullBlockKey(request.keys(), first - 1))
+                   .value_or(kNullBlock);
+  }
   for (std::uint32_t i = first; i < full; ++i) {
     const BlockId block = table.blocks[i];
     if (block == kNullBlock || (!keep.empty() && !keep[i - first])) {
@@ -151,9 +158,15 @@ void GroupManager::CommitFullBlocks(GroupTable& table, const Request& request,
         RecordRun(table, request, run_start, i);
       }
       run_start = i + 1;
+      previous = kNullBlock;
       continue;
     }
-    pool_.CacheFull(block, FullBlockKey(request.keys(), i), (i + 1) * b);
+    const PrefixKey key = FullBlockKey(request.keys(), i);
+    if (chaining == Chaining::kChained) {
+      previous = pool_.CacheChained(block, key, (i + 1) * b, i, previous);
+    } else {
+      pool_.CacheFull(block, key, (i + 1) * b);
+    }
   }
   if (events.enabled() && run_start < full) {
     RecordRun(table, request, run_start, full);

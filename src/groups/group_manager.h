@@ -237,12 +237,16 @@ class GroupManager {
   // Key of the prefix of `num_tokens` tokens (a multiple of the hash unit).
   PrefixKey UnitKey(std::span<const BlockHash> keys,
                     std::uint32_t num_tokens) const;
+  // Whether a group's committed blocks form chain runs (chain_runs.h): the
+  // groups whose lookups read the whole prefix (FindCachedRun).
+  enum class Chaining { kUnchained, kChained };
   // Registers the full blocks [committed, num_tokens / b) under their keys,
   // those `keep` marks (all when empty; indexed from the first committed
   // block); one BlockStored event per run of consecutive registered blocks.
   void CommitFullBlocks(GroupTable& table, const Request& request,
                         std::uint32_t num_tokens,
-                        const std::vector<bool>& keep = {});
+                        const std::vector<bool>& keep = {},
+                        Chaining chaining = Chaining::kUnchained);
   // Registers a partial entry at `boundary` (a multiple of the hash unit
   // inside block `index`) and reports its last unit as stored.
   void CommitPartialEntry(const GroupTable& table, const Request& request,
