@@ -8,9 +8,11 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -141,6 +143,43 @@ void BM_Digest_Xxh3(benchmark::State& state) {
   CountDigested(state, inputs);
 }
 BENCHMARK(BM_Digest_Xxh3)
+    ->ArgName("unit")
+    ->Arg(16)
+    ->Arg(256)
+    ->Unit(benchmark::kMillisecond);
+
+// The same digests chained as keying chains them: each unit's input takes
+// the digest before it as its parent (16 bytes copied in) before it is
+// digested, so one digest's latency, not its throughput, sets the pace. The
+// floor of keying one prompt, whatever its framing costs.
+void BM_Digest_Xxh3Chained(benchmark::State& state) {
+  const auto unit = static_cast<std::uint32_t>(state.range(0));
+  auto inputs = UnitInputs(KeyFunction::kXxh3_128Cbor, unit);
+  const Result<KeyScheme> scheme = MakeKeyScheme(
+      {.function = KeyFunction::kXxh3_128Cbor, .hash_unit = unit});
+  if (inputs.empty() || !scheme) {
+    state.SkipWithError("no inputs");
+    return;
+  }
+  // Where the parent sits: the seed key every input was built with.
+  const auto parent = std::span(scheme->seed_key.bytes).first(16);
+  const auto at =
+      static_cast<std::size_t>(std::search(inputs[0].begin(), inputs[0].end(),
+                                           parent.begin(), parent.end()) -
+                               inputs[0].begin());
+  for (auto _ : state) {
+    XXH128_hash_t hash{};
+    for (auto& input : inputs) {
+      const std::uint64_t words[2] = {__builtin_bswap64(hash.high64),
+                                      __builtin_bswap64(hash.low64)};
+      std::memcpy(input.data() + at, words, sizeof words);
+      hash = XXH3_128bits(input.data(), input.size());
+    }
+    benchmark::DoNotOptimize(hash);
+  }
+  CountDigested(state, inputs);
+}
+BENCHMARK(BM_Digest_Xxh3Chained)
     ->ArgName("unit")
     ->Arg(16)
     ->Arg(256)

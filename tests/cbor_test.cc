@@ -7,6 +7,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <cstdint>
+#include <random>
 #include <span>
 #include <vector>
 
@@ -73,6 +74,35 @@ RC_GTEST_PROP(CborTest, PlainUnitsKeyAsHashUnitChainsThem, ()) {
   for (std::size_t k = 0; k + 1 < keys.size(); ++k) {
     parent = HashUnit(*scheme, parent, all.subspan(k * unit, unit), {});
     RC_ASSERT(keys[k + 1] == parent);
+  }
+}
+
+// Long prompts: keying encodes units a batch at a time (a few kilobytes of
+// tokens), so these cross many batches, at units that do and do not fill
+// whole vector steps.
+RC_GTEST_PROP(CborTest, LongPromptsKeyAsHashUnitChainsThem, ()) {
+  const KeyFunction function =
+      *rc::gen::element(KeyFunction::kSha256Cbor, KeyFunction::kXxh3_128Cbor);
+  const auto unit = *rc::gen::element<std::uint32_t>(1, 7, 16, 33, 256, 1000);
+  const auto length = *rc::gen::inRange<std::size_t>(0, 12000);
+  std::mt19937 random(*rc::gen::arbitrary<std::uint32_t>());
+  const auto widest =
+      *rc::gen::element<std::uint32_t>(24, 300, 151936, 0xffffffffu);
+  std::vector<TokenId> tokens(length);
+  for (TokenId& token : tokens) {
+    token = static_cast<TokenId>(random() % widest);
+  }
+  const Result<KeyScheme> scheme =
+      MakeKeyScheme({.function = function, .hash_unit = unit, .seed = "seed"});
+  RC_ASSERT(scheme.has_value());
+  std::vector<BlockHash> keys;
+  internal::AppendPlainUnitKeys(*scheme, scheme->seed_key, tokens, keys);
+  RC_ASSERT(keys.size() == tokens.size() / unit);
+  BlockHash parent = scheme->seed_key;
+  const std::span<const TokenId> all(tokens);
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    parent = HashUnit(*scheme, parent, all.subspan(k * unit, unit), {});
+    RC_ASSERT(keys[k] == parent);
   }
 }
 

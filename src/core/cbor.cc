@@ -62,6 +62,27 @@ std::uint8_t* EncodeEach(std::span<const std::uint32_t> values,
   return p;
 }
 
+// Copies framing bytes whole (a fixed-size move, up to kMaxBytes written);
+// returns the end of the `size` bytes that count.
+inline std::uint8_t* PutFraming(
+    const std::array<std::uint8_t, UnitFraming::kMaxBytes>& bytes,
+    std::size_t size, std::uint8_t* p) {
+  std::memcpy(p, bytes.data(), bytes.size());
+  return p + size;
+}
+
+void FramedUnitsEach(std::span<const std::uint32_t> values, std::size_t unit,
+                     const UnitFraming& framing, std::uint8_t* out,
+                     std::span<std::size_t> ends) {
+  std::uint8_t* p = out;
+  for (std::size_t k = 0; k < ends.size(); ++k) {
+    p = PutFraming(framing.before, framing.before_size, p);
+    p = EncodeEach(values.subspan(k * unit, unit), p);
+    p = PutFraming(framing.after, framing.after_size, p);
+    ends[k] = static_cast<std::size_t>(p - out);
+  }
+}
+
 #if defined(__x86_64__)
 #define HKV_CBOR_VECTOR 1
 
@@ -79,28 +100,35 @@ __attribute__((target("avx512f"))) __m512i Pairs(std::uint64_t low,
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-// Eight values per step: each encoded into its own 8-byte lane (head byte,
-// then the argument big-endian), then the lanes' valid bytes packed with
-// one byte compress and stored whole (up to 64 bytes past the encoding).
-// The scalar loop does the tail.
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vbmi2"))) std::uint8_t*
-EncodeEightAtATime(std::span<const std::uint32_t> values, std::uint8_t* p) {
-  const __m512i one = _mm512_set1_epi64(1);
-  const __m512i k23 = _mm512_set1_epi64(23);
-  const __m512i k32 = _mm512_set1_epi64(32);
-  const __m512i k24 = _mm512_set1_epi64(24);
-  const __m512i k256 = _mm512_set1_epi64(256);
-  const __m512i k64k = _mm512_set1_epi64(65536);
+// The constants of the eight-values step.
+struct EightAtATime {
+  __m512i one, k23, k32, k24, k256, k64k;
   // Per 16-byte lane: byte 0 of each qword zero (the head goes there),
   // bytes 1-4 the low 32 bits reversed (big-endian), the rest zero.
-  const __m512i to_big_endian = Pairs(0x8080800001020380, 0x80808008090A0B80);
+  __m512i to_big_endian;
   // Each qword's byte 0 copied to all its bytes.
-  const __m512i spread_low_byte = Pairs(0, 0x0808080808080808);
-  const __m512i byte_in_lane = Pairs(0x0706050403020100, 0x0706050403020100);
-  std::size_t i = 0;
-  for (; i + 8 <= values.size(); i += 8) {
-    const __m512i v = _mm512_cvtepu32_epi64(_mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(values.data() + i)));
+  __m512i spread_low_byte;
+  __m512i byte_in_lane;
+
+  __attribute__((target("avx512f"), always_inline)) EightAtATime()
+      : one(_mm512_set1_epi64(1)),
+        k23(_mm512_set1_epi64(23)),
+        k32(_mm512_set1_epi64(32)),
+        k24(_mm512_set1_epi64(24)),
+        k256(_mm512_set1_epi64(256)),
+        k64k(_mm512_set1_epi64(65536)),
+        to_big_endian(Pairs(0x8080800001020380, 0x80808008090A0B80)),
+        spread_low_byte(Pairs(0, 0x0808080808080808)),
+        byte_in_lane(Pairs(0x0706050403020100, 0x0706050403020100)) {}
+
+  // Eight values: each encoded into its own 8-byte lane (head byte, then the
+  // argument big-endian), then the lanes' valid bytes packed with one byte
+  // compress and stored whole (up to 64 bytes past the encoding).
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vbmi2"),
+                 always_inline)) std::uint8_t*
+  Step(const std::uint32_t* values, std::uint8_t* p) const {
+    const __m512i v = _mm512_cvtepu32_epi64(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values)));
     const __mmask8 ge24 = _mm512_cmpge_epu64_mask(v, k24);
     const __mmask8 ge256 = _mm512_cmpge_epu64_mask(v, k256);
     const __mmask8 ge64k = _mm512_cmpge_epu64_mask(v, k64k);
@@ -120,9 +148,35 @@ EncodeEightAtATime(std::span<const std::uint32_t> values, std::uint8_t* p) {
         _mm512_shuffle_epi8(_mm512_add_epi64(width, one), spread_low_byte);
     const __mmask64 valid = _mm512_cmplt_epu8_mask(byte_in_lane, length);
     _mm512_storeu_si512(p, _mm512_maskz_compress_epi8(valid, lanes));
-    p += __builtin_popcountll(valid);
+    return p + __builtin_popcountll(valid);
   }
+};
+
+// Eight values per step; the scalar loop does the tail.
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vbmi2"))) std::uint8_t*
+EncodeEightAtATime(std::span<const std::uint32_t> values, std::uint8_t* p) {
+  const EightAtATime eight;
+  std::size_t i = 0;
+  for (; i + 8 <= values.size(); i += 8) p = eight.Step(values.data() + i, p);
   return EncodeEach(values.subspan(i), p);
+}
+
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vbmi2"))) void
+FramedUnitsEightAtATime(std::span<const std::uint32_t> values, std::size_t unit,
+                        const UnitFraming& framing, std::uint8_t* out,
+                        std::span<std::size_t> ends) {
+  const EightAtATime eight;
+  std::uint8_t* p = out;
+  const std::uint32_t* next = values.data();
+  for (std::size_t& end : ends) {
+    p = PutFraming(framing.before, framing.before_size, p);
+    std::size_t i = 0;
+    for (; i + 8 <= unit; i += 8) p = eight.Step(next + i, p);
+    p = EncodeEach(std::span(next + i, unit - i), p);
+    p = PutFraming(framing.after, framing.after_size, p);
+    end = static_cast<std::size_t>(p - out);
+    next += unit;
+  }
 }
 #if !defined(__clang__)
 #pragma GCC diagnostic pop
@@ -145,6 +199,18 @@ std::uint8_t* EncodeUnsignedValues(std::span<const std::uint32_t> values,
   if (HasEightAtATime()) return EncodeEightAtATime(values, out);
 #endif
   return EncodeEach(values, out);
+}
+
+void EncodeFramedUnits(std::span<const std::uint32_t> values, std::size_t unit,
+                       const UnitFraming& framing, std::uint8_t* out,
+                       std::span<std::size_t> ends) {
+#ifdef HKV_CBOR_VECTOR
+  if (HasEightAtATime()) {
+    FramedUnitsEightAtATime(values, unit, framing, out, ends);
+    return;
+  }
+#endif
+  FramedUnitsEach(values, unit, framing, out, ends);
 }
 
 void CborWriter::UnsignedArray(std::span<const std::uint32_t> values) {

@@ -3,6 +3,7 @@
 // that must hold MaxHeadBytes per head plus the payloads (see keys.cc).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -16,6 +17,26 @@ namespace hkv::internal {
 // write CborWriter::kArraySpareBytes past the end.
 std::uint8_t* EncodeUnsignedValues(std::span<const std::uint32_t> values,
                                    std::uint8_t* out);
+
+// Bytes framing each unit in EncodeFramedUnits: before[0, before_size)
+// and after[0, after_size). Whole arrays are copied (fixed-size moves).
+struct UnitFraming {
+  static constexpr std::size_t kMaxBytes = 64;
+  std::array<std::uint8_t, kMaxBytes> before{};
+  std::size_t before_size = 0;
+  std::array<std::uint8_t, kMaxBytes> after{};
+  std::size_t after_size = 0;
+};
+
+// Writes, for each k < ends.size(), `framing.before`, the values
+// values[k * unit, (k + 1) * unit) as EncodeUnsignedValues does, then
+// `framing.after`, unit after unit from `out`; ends[k] is where unit k's
+// bytes end (from out). The vector path keeps its constants across units.
+// REQUIRES: values.size() >= ends.size() * unit; `out` holds the bytes plus
+// max(CborWriter::kArraySpareBytes, UnitFraming::kMaxBytes) spare bytes.
+void EncodeFramedUnits(std::span<const std::uint32_t> values, std::size_t unit,
+                       const UnitFraming& framing, std::uint8_t* out,
+                       std::span<std::size_t> ends);
 
 class CborWriter {
  public:

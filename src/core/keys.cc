@@ -178,33 +178,49 @@ void AppendPlainUnitKeys(const KeyScheme& scheme, BlockHash parent,
   const std::size_t count = unit == 0 ? 0 : tokens.size() / unit;
   if (count == 0) return;
   // [parent, [tokens], null]: everything but the parent and the tokens is
-  // the same in every unit.
+  // the same in every unit. Units are encoded a batch at a time (the
+  // tokens do not depend on the parents), then digested in a chain that
+  // only writes each parent in.
   const std::size_t digest_size = DigestSize(scheme.function);
-  std::uint8_t* const out = UnitScratch(MaxUnitBytes(tokens.first(unit), {}));
-  CborWriter framing(out);
-  framing.ArrayHeader(3);
-  framing.Bytes(std::span(parent.bytes.data(), digest_size));
-  const std::size_t parent_at = framing.size() - digest_size;
-  framing.ArrayHeader(unit);
-  const std::size_t tokens_at = framing.size();
+  UnitFraming framing;
+  CborWriter before(framing.before.data());
+  before.ArrayHeader(3);
+  before.Bytes(std::span(parent.bytes.data(), digest_size));
+  const std::size_t parent_at = before.size() - digest_size;
+  before.ArrayHeader(unit);
+  framing.before_size = before.size();
+  CborWriter after(framing.after.data());
+  after.Null();
+  framing.after_size = after.size();
+
+  // A batch's bytes stay in the first-level caches.
+  const std::size_t batch = std::max<std::size_t>(1, 16384 / (5 * unit));
+  const std::size_t unit_bytes = framing.before_size + 5 * unit + 1;
+  std::uint8_t* const out =
+      UnitScratch(batch * unit_bytes + std::max(CborWriter::kArraySpareBytes,
+                                                UnitFraming::kMaxBytes));
+  thread_local std::vector<std::size_t> ends;
+  ends.resize(batch);
 
   if (keys.capacity() < keys.size() + count) {
     keys.reserve(std::max(keys.size() + count, 2 * keys.capacity()));
   }
-  for (std::size_t k = 0; k < count; ++k) {
-    // Fixed-size copies: inlined moves rather than a library call.
-    if (digest_size == 32) {
-      std::memcpy(out + parent_at, parent.bytes.data(), 32);
-    } else {
-      std::memcpy(out + parent_at, parent.bytes.data(), 16);
+  for (std::size_t first = 0; first < count; first += batch) {
+    const std::size_t n = std::min(batch, count - first);
+    EncodeFramedUnits(tokens.subspan(first * unit, n * unit), unit, framing,
+                      out, std::span(ends).first(n));
+    std::size_t begin = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      // Fixed-size copies: inlined moves rather than a library call.
+      if (digest_size == 32) {
+        std::memcpy(out + begin + parent_at, parent.bytes.data(), 32);
+      } else {
+        std::memcpy(out + begin + parent_at, parent.bytes.data(), 16);
+      }
+      parent = Digest(scheme.function, std::span(out + begin, ends[k] - begin));
+      keys.push_back(parent);
+      begin = ends[k];
     }
-    std::uint8_t* end =
-        EncodeUnsignedValues(tokens.subspan(k * unit, unit), out + tokens_at);
-    CborWriter tail(end);
-    tail.Null();
-    const auto size = static_cast<std::size_t>(end - out) + tail.size();
-    parent = Digest(scheme.function, std::span(out, size));
-    keys.push_back(parent);
   }
 }
 
