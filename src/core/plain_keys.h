@@ -1,5 +1,6 @@
-// Keying many hash units without key extras at once: the unit's framing is
-// written once and only the parent and the tokens change per unit.
+// Keying many hash units without key extras at once: a batch of units is
+// encoded in one pass (the tokens do not depend on the parents), then
+// digested in a chain that only writes each unit's parent in.
 #pragma once
 
 #include <span>
