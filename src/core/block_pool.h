@@ -27,9 +27,10 @@
 //
 // Every table is sized from num_blocks at construction: 8 bytes of block
 // metadata, 8 of free-queue links, the index's slots and per-block records
-// (prefix_index.h) and the record of evicted keys (evicted_keys.h), about
-// 100 bytes per block in all (docs/perf.md). Nothing rehashes or grows while
-// blocks hold one key each.
+// (prefix_index.h), 8 bytes of chain-run membership (chain_runs.h) and the
+// record of evicted keys (evicted_keys.h), about 110 bytes per block in all
+// (docs/perf.md). Nothing rehashes or grows while blocks hold one key each;
+// the chain runs' ids (at most one per block) grow as chains are committed.
 //
 // Thread-compatible: callers serialize all calls. Never allocates on the
 // allocate/touch/free paths once the scratch buffers have grown.
