@@ -92,6 +92,27 @@ TEST(ChainRunsTest, AFreedParentsReusedSlotCertifiesNothing) {
   EXPECT_TRUE(runs.CheckInvariants());
 }
 
+// A hot first block keeps each long run alive while its tail is evicted
+// deepest first: the cut runs must give their room back.
+TEST(ChainRunsTest, CutRunsGiveTheirRoomBack) {
+  constexpr std::uint32_t kRuns = 50;
+  constexpr std::uint32_t kLength = 400;
+  ChainRuns runs(kRuns * kLength + 1);
+  const std::size_t empty = runs.MemoryBytes();
+  for (std::uint32_t r = 0; r < kRuns; ++r) {
+    const std::uint32_t first = 1 + r * kLength;
+    runs.Append(B(first), 0, kNullBlock);
+    for (std::uint32_t d = 1; d < kLength; ++d) {
+      runs.Append(B(first + d), d, B(first + d - 1));
+    }
+    for (std::uint32_t d = kLength; d-- > 1;) runs.Forget(B(first + d));
+  }
+  EXPECT_EQ(runs.num_runs(), kRuns);
+  // One member each: at most 4 ids of room a run, plus the run records.
+  EXPECT_LE(runs.MemoryBytes() - empty, kRuns * (4 * sizeof(BlockId) + 128));
+  EXPECT_TRUE(runs.CheckInvariants());
+}
+
 TEST(ChainRunsTest, ClearDropsEverything) {
   ChainRuns runs(8);
   runs.Append(B(1), 0, kNullBlock);
@@ -227,10 +248,19 @@ RC_GTEST_PROP(ChainRunsTest, FindCachedRunAgreesWithTheWalk, ()) {
       const auto& path = seen[*rc::gen::inRange<std::size_t>(0, seen.size())];
       const std::vector<BlockHash> keys = ChainKeys(path);
       const auto count = *rc::gen::inRange<std::size_t>(0, keys.size() + 1);
-      std::vector<BlockId> found;
-      pool.FindCachedRun(keys, 1, count, group, found);
+      // Block keys every `stride` keys (finer hash units), after ids the
+      // output holds already.
+      const auto stride = *rc::gen::inRange<std::size_t>(1, 3);
+      std::vector<BlockHash> unit_keys;
+      for (const BlockHash& key : keys) {
+        for (std::size_t u = 1; u < stride; ++u) unit_keys.push_back({});
+        unit_keys.push_back(key);
+      }
+      std::vector<BlockId> found = {B(7)};
+      pool.FindCachedRun(unit_keys, stride, count, group, found);
       std::vector<BlockId> walked = Walk(pool, keys, group);
       if (walked.size() > count) walked.resize(count);
+      walked.insert(walked.begin(), B(7));
       RC_ASSERT(found == walked);
     }
     RC_ASSERT(pool.CheckInvariants());

@@ -52,7 +52,9 @@ class Request {
   // holds no token ids, only their count and one key per complete hash unit
   // of `scheme` (keys of up to 32 bytes, shorter digests zero-padded). Its
   // lookups, allocations and commits are those of a request keyed by hkv;
-  // its KV events carry no token ids (the caller has them).
+  // its KV events carry no token ids (the caller has them). The keys must
+  // be chained, as the engine's block hashes are (each digests the key
+  // before it): a lookup proves a cached prefix from its deepest key.
   // REQUIRES (else UsageError, nothing kept): at most kMaxTokensPerRequest
   // tokens; keys.size() == num_prompt_tokens / scheme.hash_unit;
   // options.extras is empty (they are in the caller's keys already);

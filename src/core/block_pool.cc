@@ -259,11 +259,13 @@ void BlockPool::FindCachedRun(std::span<const BlockHash> keys,
   };
   // The answer is in [known, missing]: depths below `known` are certified
   // through `tip`, and the key at `missing` is not cached (or missing ==
-  // count). The deepest key first: a whole hit is one probe and a copy.
+  // count). The first key first (a cold prompt misses there), then the
+  // deepest (a whole hit is two probes and a copy), then bisection.
   std::size_t known = 0;
   std::size_t missing = count;
   BlockId tip = kNullBlock;
-  std::size_t next = count - 1;
+  std::size_t next = 0;
+  bool deepest_tried = false;
   while (!runs_.empty() && known < missing) {
     const std::optional<BlockId> found = index_.Find(key(next), group);
     if (!found) {
@@ -274,7 +276,12 @@ void BlockPool::FindCachedRun(std::span<const BlockHash> keys,
     } else {
       break;  // not provable from the runs: walk on from `known`
     }
-    next = known + (missing - known) / 2;
+    if (!deepest_tried) {
+      deepest_tried = true;
+      next = missing - 1;  // unless resolved, missing == count here
+    } else {
+      next = known + (missing - known) / 2;
+    }
   }
   const std::size_t start = out.size();
   out.resize(start + known);

@@ -162,9 +162,12 @@ class BlockPool {
   // one misses (at most `count`), appended to `out`: each the block a key's
   // lookup returns (FindCached). When the keys are a chain committed through
   // CacheChained, the cached prefix is found by bisection over the keys
-  // (the deepest first) and copied from the chain runs; where the runs
-  // cannot prove a depth, the rest is walked key by key. Never touches refs.
-  // REQUIRES: keys.size() >= count * stride.
+  // (the first and the deepest first) and copied from the chain runs; where
+  // the runs cannot prove a depth, the rest is walked key by key. Never
+  // touches refs.
+  // REQUIRES: keys.size() >= count * stride; the keys are chained (each
+  // determines the ones before it, as chained digests do): a cached key
+  // stands for its whole prefix.
   void FindCachedRun(std::span<const BlockHash> keys, std::size_t stride,
                      std::size_t count, GroupId group,
                      std::vector<BlockId>& out) const;

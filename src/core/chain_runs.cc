@@ -58,7 +58,13 @@ void ChainRuns::Forget(BlockId block) {
   }
   run.ids.resize(at.offset);
   run.sealed = true;
-  if (run.ids.empty()) FreeRun(at.run);
+  if (run.ids.empty()) {
+    FreeRun(at.run);
+  } else if (run.ids.size() < run.ids.capacity() / 4) {
+    // A sealed run never grows again: give the room back, once it is
+    // mostly spare (so cutting one member at a time stays O(1) amortized).
+    std::vector<BlockId>(run.ids.begin(), run.ids.end()).swap(run.ids);
+  }
 }
 
 void ChainRuns::FreeRun(std::uint32_t index) {

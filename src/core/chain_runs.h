@@ -22,7 +22,10 @@
 // index returns first for that depth's key.
 //
 // Bounded: every id a run holds is a member's (a block's), so the runs hold
-// at most one id per block, and there are at most as many runs as members.
+// at most one id per block, and there are at most as many runs as members;
+// a run's capacity is at most 4x its ids (a cut run gives its room back
+// once it is three quarters spare). A run's record is 56 bytes: chains
+// that branch every block (one run per block) cost that much a block more.
 // Blocks let go of when a run is cut stay cached; a lookup that reaches them
 // walks the index instead.
 //
