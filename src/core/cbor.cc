@@ -150,15 +150,21 @@ struct EightAtATime {
     _mm512_storeu_si512(p, _mm512_maskz_compress_epi8(valid, lanes));
     return p + __builtin_popcountll(valid);
   }
+
+  // All of `values`: eight per Step, the scalar loop for the tail.
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vbmi2"),
+                 always_inline)) std::uint8_t*
+  Values(std::span<const std::uint32_t> values, std::uint8_t* p) const {
+    std::size_t i = 0;
+    for (; i + 8 <= values.size(); i += 8) p = Step(values.data() + i, p);
+    return EncodeEach(values.subspan(i), p);
+  }
 };
 
 // Eight values per step; the scalar loop does the tail.
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vbmi2"))) std::uint8_t*
 EncodeEightAtATime(std::span<const std::uint32_t> values, std::uint8_t* p) {
-  const EightAtATime eight;
-  std::size_t i = 0;
-  for (; i + 8 <= values.size(); i += 8) p = eight.Step(values.data() + i, p);
-  return EncodeEach(values.subspan(i), p);
+  return EightAtATime().Values(values, p);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vbmi2"))) void
@@ -170,9 +176,7 @@ FramedUnitsEightAtATime(std::span<const std::uint32_t> values, std::size_t unit,
   const std::uint32_t* next = values.data();
   for (std::size_t& end : ends) {
     p = PutFraming(framing.before, framing.before_size, p);
-    std::size_t i = 0;
-    for (; i + 8 <= unit; i += 8) p = eight.Step(next + i, p);
-    p = EncodeEach(std::span(next + i, unit - i), p);
+    p = eight.Values(std::span(next, unit), p);
     p = PutFraming(framing.after, framing.after_size, p);
     end = static_cast<std::size_t>(p - out);
     next += unit;
