@@ -277,6 +277,37 @@ TEST_F(ClusterIndexTest, AResyncedInstanceClaimsNothingAndTakesTheNextBatch) {
             BatchOutcome::kGap);
 }
 
+TEST_F(ClusterIndexTest, AReplayFromTheStartClaimsNothingUntilOneCompletes) {
+  // The engine stored the prompt (0), then a batch over the frame limit
+  // (1) dropped the link and the reset after it (2) was lost.
+  ASSERT_EQ(index_->ApplyBatch(0, 0, Batch(Holding(4, 4)), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  index_->Resync(0);
+  // A probe replays from 0: batch 0 comes back, batch 1 never does.
+  ASSERT_EQ(
+      index_->ApplyBatch(0, 0, Batch(Holding(4, 4)), BatchSource::kReplay),
+      BatchOutcome::kApplied);
+  EXPECT_TRUE(index_->held(0));
+  EXPECT_EQ(Match(0), (InstanceMatch{}));
+  // The same from a never-heard instance; a live batch does not end it.
+  ASSERT_EQ(
+      index_->ApplyBatch(1, 0, Batch(Holding(4, 4)), BatchSource::kReplay),
+      BatchOutcome::kApplied);
+  ASSERT_EQ(index_->ApplyBatch(1, 1, Batch({}), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  EXPECT_EQ(Match(1), (InstanceMatch{}));
+  // A replay that runs to the latest batch ends it.
+  index_->ReplayCompleted(1);
+  EXPECT_FALSE(index_->held(1));
+  EXPECT_EQ(Match(1).hybrid_tokens, 64u);
+  // A resync ends it too: the next live batch starts the stream.
+  index_->Resync(0);
+  ASSERT_EQ(index_->ApplyBatch(0, 5, Batch(Holding(2, 2)), BatchSource::kLive),
+            BatchOutcome::kApplied);
+  EXPECT_FALSE(index_->held(0));
+  EXPECT_EQ(Match(0).hybrid_tokens, 32u);
+}
+
 TEST_F(ClusterIndexTest, Low64HashesMatchTheSameKeys) {
   index_ =
       *ClusterIndex::Create({.instance_config = testing::FullAndRecurrent16(),

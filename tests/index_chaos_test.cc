@@ -160,21 +160,18 @@ class Chaos {
   }
 
   // The probe of a silent instance (IndexService::ProbeIdle), as it runs
-  // before each check: a replay from the next expected number, applied
-  // whole unless an oversized frame in it leaves it unanswered.
+  // before each check: a replay from the next expected number, its batches
+  // applied as they come, up to an oversized frame (which drops the replay's
+  // connection: unanswered from there).
   void Probe() {
     const std::uint64_t from = index_->expected_sequence(0).value_or(0);
-    std::optional<std::uint64_t> last;
     for (const Frame& kept : history_) {
       if (kept.sequence < from) continue;
-      if (kept.oversized) return;  // unanswered: nothing applied
-    }
-    for (const Frame& kept : history_) {
-      if (kept.sequence < from) continue;
+      if (kept.oversized) return;
       index_->ApplyBatch(0, kept.sequence, kept.batch, BatchSource::kReplay);
-      last = kept.sequence;
+      replayed_through_ = kept.sequence;
     }
-    if (last) replayed_through_ = last;
+    index_->ReplayCompleted(0);
   }
 
   // A live frame, as IndexService::OnBatch takes it.
@@ -195,15 +192,16 @@ class Chaos {
     index_->ApplyBatch(0, frame.sequence, frame.batch, BatchSource::kReplay);
   }
 
-  // Applies the history from `from` up to `through`; false when it cannot
-  // (an oversized frame in the way: the replay goes unanswered).
-  bool Replay(std::uint64_t from, std::uint64_t through) {
+  // Applies the history from `from` up to `through`, as it comes; an
+  // oversized frame anywhere in it leaves the replay unanswered from there.
+  void Replay(std::uint64_t from, std::uint64_t through) {
     for (const Frame& kept : history_) {
-      if (kept.sequence < from || kept.sequence > through) continue;
-      if (kept.oversized) return false;
+      if (kept.sequence < from) continue;
+      if (kept.oversized) return;
+      if (kept.sequence > through) continue;
       index_->ApplyBatch(0, kept.sequence, kept.batch, BatchSource::kReplay);
     }
-    return true;
+    index_->ReplayCompleted(0);
   }
 
   // IndexService::OnLinkDropped.

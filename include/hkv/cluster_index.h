@@ -142,8 +142,14 @@ class ClusterIndex {
   // from it store; expected_sequence() is unset meanwhile (a replay from 0
   // may bring the stream back: its first batch is that start).
   void Resync(std::uint32_t instance);
-  // Whether the instance is held: a gap found and not yet filled (kGap),
-  // so that it claims nothing.
+  // A replay of the instance's history ran to the publisher's latest batch:
+  // ends the hold a replay from the stream's start puts on it (below).
+  void ReplayCompleted(std::uint32_t instance);
+  // Whether the instance is held, so that it claims nothing: a gap found
+  // and not yet filled (kGap), or a replay applied from the stream's start
+  // (the instance never heard, or resynced) and none completed since (a
+  // batch no replay brings, a frame over its limit, may remove what the
+  // replayed ones stored).
   bool held(std::uint32_t instance) const;
 
   // Per instance, what a prompt of these tokens (and no extra keys) would

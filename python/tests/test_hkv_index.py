@@ -530,7 +530,7 @@ def test_hkv_index_forgets_what_a_frame_over_its_limit_cost():
     engine does next (here: a prefix-cache reset) may then come before any
     later batch reveals the gap, so the index must not keep answering from
     what it held: the engine's own lookup says 0, and so must the index,
-    within a bounded time, with no further batch."""
+    within a bounded time, with no further batch, and go on saying it."""
     engine = Engine()
     engine.kv = hkv.KVCacheManager(groups=GROUPS, num_blocks=200_000,
                                    key_function="sha256_cbor",
@@ -554,6 +554,13 @@ def test_hkv_index_forgets_what_a_frame_over_its_limit_cost():
         assert engine.lookup(QUERY)["attention_tokens"] == 0
         wait_until(lambda: matches(index, QUERY)[0] == engine.lookup(QUERY),
                    "the index to stop claiming what the engine dropped")
+        # Nor after the probes of the silent instance (one a second): a
+        # replay from 0 brings the prompt back but never the batch over
+        # the limit, nor the reset after it.
+        until = time.monotonic() + 3.5
+        while time.monotonic() < until:
+            assert matches(index, QUERY)[0] == engine.lookup(QUERY)
+            time.sleep(0.05)
     finally:
         if index is not None:
             index.stop()

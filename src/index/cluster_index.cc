@@ -30,6 +30,11 @@ struct Instance {
   // (a gap not yet filled); released once a batch numbered at least this
   // is applied.
   std::optional<std::uint64_t> held_until;
+  // Set by a replay from the stream's start (never heard, or resynced):
+  // the instance claims nothing until a replay runs to the publisher's
+  // latest batch, since a batch no replay can bring (a frame over the
+  // limit) may remove what the replayed ones stored.
+  bool catching_up = false;
   InstanceCounters counters;
 };
 
@@ -222,6 +227,9 @@ BatchOutcome ClusterIndex::ApplyBatch(std::uint32_t instance,
   HKV_REQUIRE(instance < num_instances(), "no such instance");
   Instance& state = impl_->instances[instance];
   InstanceCounters& counters = state.counters;
+  if (source == BatchSource::kReplay && (state.resync || !state.expected)) {
+    state.catching_up = true;
+  }
   if (state.resync) {
     state.resync = false;
     return impl_->Decode(state, sequence, batch, BatchOutcome::kApplied, error);
@@ -268,7 +276,8 @@ BatchOutcome ClusterIndex::ApplyBatch(std::uint32_t instance,
 
 bool ClusterIndex::held(std::uint32_t instance) const {
   HKV_REQUIRE(instance < num_instances(), "no such instance");
-  return impl_->instances[instance].held_until.has_value();
+  const Instance& state = impl_->instances[instance];
+  return state.held_until.has_value() || state.catching_up;
 }
 
 std::optional<std::uint64_t> ClusterIndex::expected_sequence(
@@ -281,14 +290,21 @@ void ClusterIndex::Clear(std::uint32_t instance) {
   HKV_REQUIRE(instance < num_instances(), "no such instance");
   impl_->Clear(impl_->instances[instance]);
   impl_->instances[instance].held_until.reset();
+  impl_->instances[instance].catching_up = false;
   impl_->instances[instance].expected.reset();
   impl_->instances[instance].resync = false;
+}
+
+void ClusterIndex::ReplayCompleted(std::uint32_t instance) {
+  HKV_REQUIRE(instance < num_instances(), "no such instance");
+  impl_->instances[instance].catching_up = false;
 }
 
 void ClusterIndex::Resync(std::uint32_t instance) {
   HKV_REQUIRE(instance < num_instances(), "no such instance");
   impl_->Clear(impl_->instances[instance]);
   impl_->instances[instance].held_until.reset();
+  impl_->instances[instance].catching_up = false;
   impl_->instances[instance].expected.reset();
   impl_->instances[instance].resync = true;
 }
@@ -322,7 +338,8 @@ Result<std::vector<InstanceMatch>> ClusterIndex::MatchKeys(
   std::vector<InstanceMatch> matches;
   matches.reserve(impl_->instances.size());
   for (const Instance& instance : impl_->instances) {
-    if (instance.held_until) {  // it may lack removals: claim nothing
+    // It may lack removals: claim nothing.
+    if (instance.held_until || instance.catching_up) {
       matches.push_back({});
       continue;
     }

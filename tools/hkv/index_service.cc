@@ -183,7 +183,9 @@ void IndexService::FillGap(std::uint32_t instance, std::uint64_t sequence,
                error);
         });
     state_.CountReplay(instance, end == ReplayEnd::kComplete);
-    if (end != ReplayEnd::kComplete) {
+    if (end == ReplayEnd::kComplete) {
+      state_.ReplayCompleted(instance);
+    } else {
       log_.Say(fmt::format("instance {}: replay from batch {} {}", instance,
                            from, EndText(end)));
     }
@@ -234,6 +236,7 @@ void IndexService::ProbeIdle(std::uint32_t instance) {
     return;
   }
   probe_every_[instance] = kProbeEvery;
+  state_.ReplayCompleted(instance);
   if (missed > 0) {
     state_.CountReplay(instance, true);
     log_.Say(

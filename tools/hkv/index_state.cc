@@ -58,6 +58,11 @@ void IndexState::Resync(std::uint32_t instance) {
   index_->Resync(instance);
 }
 
+void IndexState::ReplayCompleted(std::uint32_t instance) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  index_->ReplayCompleted(instance);
+}
+
 QueryReply IndexState::Refuse(const std::string& message) {
   {
     const std::lock_guard<std::mutex> lock(mutex_);

@@ -55,6 +55,8 @@ class IndexState {
   void CountLinkDrop(std::uint32_t instance);
   // ClusterIndex::Resync under the lock.
   void Resync(std::uint32_t instance);
+  // ClusterIndex::ReplayCompleted under the lock.
+  void ReplayCompleted(std::uint32_t instance);
 
   // Answers one query body (index_query.h); a bad one is counted, logged
   // and answered with status 400. O(prompt) outside the lock, O(keys x
