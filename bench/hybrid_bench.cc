@@ -91,6 +91,51 @@ BENCHMARK(BM_Lookup_HybridWarmHit)
     ->Args({1, 2})
     ->Unit(benchmark::kMicrosecond);
 
+// The shape of bench_vs_reference.py's hybrid lookup row (the engine's
+// manager beside hkv.vllm's): full attention, a 4096-token window and a
+// recurrent state, all at block 256 and hash unit 256, the engine's
+// behaviour; a 128k-token prompt cached in one allocation, then a prompt one
+// block longer looked up (hit 131,072 tokens, 512 blocks a group).
+void BM_Lookup_HybridBlock256(benchmark::State& state) {
+  Result<CacheManager> cache = CacheManager::Create(
+      {.groups = {{.block_size = 256},
+                  {.kind = GroupKind::kSlidingWindow,
+                   .block_size = 256,
+                   .sliding_window = 4096},
+                  {.kind = GroupKind::kRecurrent, .block_size = 256}},
+       .num_blocks = 1600,
+       .keys = {.hash_unit = 256},
+       .behaviour = Behaviour::kEngine});
+  if (!cache) {
+    state.SkipWithError(cache.error().message.c_str());
+    return;
+  }
+  const std::vector<TokenId> tokens =
+      bench::RandomTokens(bench::k128k + 256, 1);
+  const std::span<const TokenId> prompt(tokens.data(), bench::k128k);
+  const Request first({.id = RequestId{1}}, prompt, cache->key_scheme());
+  if (!cache->Allocate(first, {.num_new_tokens = bench::k128k})) {
+    state.SkipWithError("cannot set up the hybrid cache");
+    return;
+  }
+  cache->Commit(first, bench::k128k);
+  cache->Free(first.id());
+  const Request request({.id = RequestId{2}}, tokens, cache->key_scheme());
+  const std::uint32_t hit = cache->Lookup(request).num_tokens;
+  if (hit != bench::k128k) {
+    const std::string message = "hit " + std::to_string(hit) + ", expected " +
+                                std::to_string(bench::k128k);
+    state.SkipWithError(message.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    CacheHit result = cache->Lookup(request);
+    benchmark::DoNotOptimize(result);
+  }
+  state.counters["hit_tokens"] = hit;
+}
+BENCHMARK(BM_Lookup_HybridBlock256)->Unit(benchmark::kMicrosecond);
+
 void BM_Prefill_Hybrid128k(benchmark::State& state) {
   Result<CacheManager> cache =
       CacheManager::Create(HybridConfig(1, state.range(0)));

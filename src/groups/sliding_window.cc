@@ -39,8 +39,9 @@ GroupHit SlidingWindowManager::FindBlockAligned(const HitQuery& query) const {
       static_cast<std::uint32_t>(query.keys.size() / (b / cache_.hash_unit));
   const std::uint32_t limit = std::min(query.max_length / b, num_full);
   GroupHit hit;
-  hit.blocks.assign(query.members.size(),
-                    std::vector<BlockId>(limit, kNullBlock));
+  hit.blocks.resize(query.members.size());
+  for (std::vector<BlockId>& blocks : hit.blocks)
+    blocks.assign(limit, kNullBlock);
   std::vector<BlockId> found;
   std::uint32_t run = 0;
   bool full_window = false;
