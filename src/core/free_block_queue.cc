@@ -26,23 +26,6 @@ FreeBlockQueue::FreeBlockQueue(std::uint32_t num_blocks,
   }
 }
 
-std::uint32_t FreeBlockQueue::ListOf(BlockId id) const {
-  if (starts_.size() == 1) return 0;
-  const auto after =
-      std::upper_bound(starts_.begin(), starts_.end(), ToIndex(id));
-  return static_cast<std::uint32_t>(after - starts_.begin() - 1);
-}
-
-void FreeBlockQueue::InsertBefore(std::uint32_t at, std::uint32_t index,
-                                  std::uint32_t list) {
-  const std::uint32_t prev = links_[at].prev;
-  links_[index] = {.prev = prev, .next = at};
-  links_[prev].next = index;
-  links_[at].prev = index;
-  ++sizes_[list];
-  ++total_;
-}
-
 BlockId FreeBlockQueue::Nth(std::uint32_t list, std::uint32_t n) const {
   HKV_DCHECK(n < sizes_[list]);
   std::uint32_t i = links_[Sentinel(list)].next;
@@ -69,28 +52,6 @@ BlockId FreeBlockQueue::PopFront(std::uint32_t list) {
   const BlockId id = front(list);
   Remove(id);
   return id;
-}
-
-void FreeBlockQueue::Remove(BlockId id) {
-  const std::uint32_t i = ToIndex(id);
-  HKV_DCHECK(Contains(id));
-  links_[links_[i].prev].next = links_[i].next;
-  links_[links_[i].next].prev = links_[i].prev;
-  links_[i] = Link{};
-  --sizes_[ListOf(id)];
-  --total_;
-}
-
-void FreeBlockQueue::PushBack(BlockId id) {
-  HKV_DCHECK(!Contains(id));
-  const std::uint32_t list = ListOf(id);
-  InsertBefore(Sentinel(list), ToIndex(id), list);
-}
-
-void FreeBlockQueue::PushFront(BlockId id) {
-  HKV_DCHECK(!Contains(id));
-  const std::uint32_t list = ListOf(id);
-  InsertBefore(links_[Sentinel(list)].next, ToIndex(id), list);
 }
 
 std::vector<BlockId> FreeBlockQueue::Snapshot() const {

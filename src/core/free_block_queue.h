@@ -6,11 +6,13 @@
 // Thread-compatible.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "check.h"
 #include "hkv/types.h"
 
 namespace hkv::internal {
@@ -27,7 +29,12 @@ class FreeBlockQueue {
     return static_cast<std::uint32_t>(sizes_.size());
   }
   // The list that holds `id` when it is free.
-  std::uint32_t ListOf(BlockId id) const;
+  std::uint32_t ListOf(BlockId id) const {
+    if (starts_.size() == 1) return 0;
+    const auto after =
+        std::upper_bound(starts_.begin(), starts_.end(), ToIndex(id));
+    return static_cast<std::uint32_t>(after - starts_.begin() - 1);
+  }
   // Ids on all lists.
   std::uint32_t size() const { return total_; }
   std::uint32_t size(std::uint32_t list) const { return sizes_[list]; }
@@ -48,10 +55,26 @@ class FreeBlockQueue {
   // REQUIRES: size(list) > 0.
   BlockId PopFront(std::uint32_t list);
   // REQUIRES: Contains(id).
-  void Remove(BlockId id);
+  void Remove(BlockId id) {
+    const std::uint32_t i = ToIndex(id);
+    HKV_DCHECK(Contains(id));
+    links_[links_[i].prev].next = links_[i].next;
+    links_[links_[i].next].prev = links_[i].prev;
+    links_[i] = Link{};
+    --sizes_[ListOf(id)];
+    --total_;
+  }
   // Onto ListOf(id). REQUIRES: !Contains(id).
-  void PushBack(BlockId id);
-  void PushFront(BlockId id);
+  void PushBack(BlockId id) {
+    HKV_DCHECK(!Contains(id));
+    const std::uint32_t list = ListOf(id);
+    InsertBefore(Sentinel(list), ToIndex(id), list);
+  }
+  void PushFront(BlockId id) {
+    HKV_DCHECK(!Contains(id));
+    const std::uint32_t list = ListOf(id);
+    InsertBefore(links_[Sentinel(list)].next, ToIndex(id), list);
+  }
 
   // The lists from front to back, one after the other. O(size); for tests
   // and diagnostics.
@@ -73,7 +96,14 @@ class FreeBlockQueue {
   };
 
   std::uint32_t Sentinel(std::uint32_t list) const { return num_ids_ + list; }
-  void InsertBefore(std::uint32_t at, std::uint32_t index, std::uint32_t list);
+  void InsertBefore(std::uint32_t at, std::uint32_t index, std::uint32_t list) {
+    const std::uint32_t prev = links_[at].prev;
+    links_[index] = {.prev = prev, .next = at};
+    links_[prev].next = index;
+    links_[at].prev = index;
+    ++sizes_[list];
+    ++total_;
+  }
 
   std::uint32_t num_ids_;
   std::vector<Link> links_;  // one per block, then one sentinel per list
