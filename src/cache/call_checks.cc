@@ -96,14 +96,13 @@ void CacheCore::CheckHit(const Request& request, const CacheHit& hit) const {
   // What a lookup finds holds a key, in its group's pool (never a parked
   // id); cheap, and it keeps a forged id from being adopted below.
   for (std::size_t g = 0; g < hit.blocks.size(); ++g) {
+    const std::uint32_t pool =
+        geometry(GroupId{static_cast<std::uint32_t>(g)}).pool;
     for (BlockId block : hit.blocks[g]) {
-      HKV_REQUIRE(
-          block == kNullBlock ||
-              (pool_.primary_num_tokens(block) > 0 &&
-               pool_.PoolOf(block) ==
-                   geometry(GroupId{static_cast<std::uint32_t>(g)}).pool),
-          Cat("hit block ", ToIndex(block), " of group ", g,
-              " holds no key of that group's pool"));
+      HKV_REQUIRE(block == kNullBlock || (pool_.primary_num_tokens(block) > 0 &&
+                                          pool_.PoolOf(block) == pool),
+                  Cat("hit block ", ToIndex(block), " of group ", g,
+                      " holds no key of that group's pool"));
     }
   }
   if (hit.key_generation != pool_.key_generation()) {

@@ -181,13 +181,6 @@ void BlockPool::Allocate(std::uint32_t n, std::vector<BlockId>& out,
   for (std::uint32_t i = 0; i < n; ++i) out.push_back(AllocateOne(pool));
 }
 
-void BlockPool::Touch(BlockId id) {
-  if (id == kNullBlock) return;
-  Block& b = blocks_[ToIndex(id)];
-  if (b.ref_count == 0) free_queue_.Remove(id);
-  ++b.ref_count;
-}
-
 void BlockPool::Free(std::span<const BlockId> ordered) {
   for (BlockId id : ordered) {
     HKV_REQUIRE(id == kNullBlock || blocks_[ToIndex(id)].ref_count > 0,

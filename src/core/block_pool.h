@@ -180,8 +180,14 @@ class BlockPool {
   BlockId AllocateOne(std::uint32_t pool = 0);
 
   // Takes one reference; a block at ref 0 leaves its free queue. Touching
-  // the null block does nothing.
-  void Touch(BlockId id);
+  // the null block does nothing. Inline: adopting a hit touches each of its
+  // blocks.
+  void Touch(BlockId id) {
+    if (id == kNullBlock) return;
+    Block& b = blocks_[ToIndex(id)];
+    if (b.ref_count == 0) free_queue_.Remove(id);
+    ++b.ref_count;
+  }
 
   // Drops one reference from each block, in order, onto its pool's free
   // queue (spec §1.3; the FreeOrder says where blocks without a key go).

@@ -74,9 +74,9 @@ void GroupManager::AdoptHit(GroupTable& table, const AllocationDemand& demand) {
   // Blocks the request no longer reads stay null, hit or not.
   const std::uint32_t skipped = SkippedBlocks(demand.num_computed);
   table.blocks.assign(skipped, kNullBlock);
-  for (std::size_t i = skipped; i < hit.size(); ++i) {
-    pool_.Touch(hit[i]);
-    table.blocks.push_back(hit[i]);
+  if (hit.size() > skipped) {
+    table.blocks.insert(table.blocks.end(), hit.begin() + skipped, hit.end());
+    for (BlockId id : hit.subspan(skipped)) pool_.Touch(id);
   }
   table.num_committed_blocks = static_cast<std::uint32_t>(table.blocks.size());
   table.num_prompt_tokens = demand.num_prompt_tokens;
