@@ -186,19 +186,28 @@ void BlockPool::Free(std::span<const BlockId> ordered) {
     HKV_REQUIRE(id == kNullBlock || blocks_[ToIndex(id)].ref_count > 0,
                 "freeing a block that holds no reference");
   }
-  // Uncached blocks go to the front in list order; cached ones age at the back.
+  // Uncached blocks go to the front in list order; cached ones age at the back
+  // (appended in a batch where there is one pool).
   free_scratch_.clear();
+  const bool one_list = free_queue_.num_lists() == 1;
+  FreeBlockQueue::Appender back =
+      one_list ? free_queue_.StartAppend() : FreeBlockQueue::Appender{};
   for (BlockId id : ordered) {
     if (id == kNullBlock) continue;
     Block& b = blocks_[ToIndex(id)];
     if (--b.ref_count > 0) continue;
     if (rebalances()) freed_at_[ToIndex(id)] = ++num_freed_;
     if (HasPrimary(ToIndex(id)) || free_order_ == FreeOrder::kAppendAll) {
-      free_queue_.PushBack(id);
+      if (one_list) {
+        free_queue_.Append(back, id);
+      } else {
+        free_queue_.PushBack(id);
+      }
     } else {
       free_scratch_.push_back(id);
     }
   }
+  if (one_list) free_queue_.FinishAppend(back);
   for (auto it = free_scratch_.rbegin(); it != free_scratch_.rend(); ++it) {
     free_queue_.PushFront(*it);
   }

@@ -70,6 +70,32 @@ class FreeBlockQueue {
     const std::uint32_t list = ListOf(id);
     InsertBefore(Sentinel(list), ToIndex(id), list);
   }
+  // PushBack calls in a batch, on a queue of one list: each id is linked as
+  // it comes, the list's tail and size are written once, by FinishAppend
+  // (nothing else may use the queue in between). REQUIRES: num_lists() == 1;
+  // no id appended Contains(), none twice.
+  struct Appender {
+    std::uint32_t tail;
+    std::uint32_t count = 0;
+  };
+  Appender StartAppend() const {
+    HKV_DCHECK(num_lists() == 1);
+    return {.tail = links_[Sentinel(0)].prev};
+  }
+  void Append(Appender& batch, BlockId id) {
+    HKV_DCHECK(!Contains(id));
+    const std::uint32_t i = ToIndex(id);
+    links_[batch.tail].next = i;
+    links_[i].prev = batch.tail;
+    batch.tail = i;
+    ++batch.count;
+  }
+  void FinishAppend(const Appender& batch) {
+    links_[batch.tail].next = Sentinel(0);
+    links_[Sentinel(0)].prev = batch.tail;
+    sizes_[0] += batch.count;
+    total_ += batch.count;
+  }
   void PushFront(BlockId id) {
     HKV_DCHECK(!Contains(id));
     const std::uint32_t list = ListOf(id);
