@@ -1,6 +1,6 @@
 // FreeBlockQueue alone (src/core/free_block_queue.h): the intrusive lists
-// against a model of one std::deque per list, under random pushes, pops
-// and removals from the middle.
+// against a model of one std::deque per list, under random pushes (one at
+// a time and in batches), pops and removals from the middle.
 #include "core/free_block_queue.h"
 
 #include <gtest/gtest.h>
@@ -55,7 +55,7 @@ RC_GTEST_PROP(FreeBlockQueueTest, BehavesAsOneDequePerList, ()) {
     const auto id = *rc::gen::inRange<std::uint32_t>(0, num_blocks);
     const std::uint32_t l = list_of[id];
     auto& list = model[l];
-    const int op = *rc::gen::inRange(0, 4);
+    const int op = *rc::gen::inRange(0, 5);
     if (op == 0 && !list.empty()) {
       RC_ASSERT(q.PopFront(l) == BlockId{list.front()});
       queued[list.front()] = false;
@@ -72,6 +72,23 @@ RC_GTEST_PROP(FreeBlockQueueTest, BehavesAsOneDequePerList, ()) {
       q.PushFront(BlockId{id});
       list.push_front(id);
       queued[id] = true;
+    } else if (op == 4 && starts.size() == 1) {
+      // A batch of appends: the unqueued ids from `id` on, shuffled.
+      std::vector<std::uint32_t> batch;
+      for (std::uint32_t b = id; b < num_blocks; ++b) {
+        if (!queued[b]) batch.push_back(b);
+      }
+      for (std::size_t i = batch.size(); i > 1; --i) {
+        std::swap(batch[i - 1], batch[*rc::gen::inRange<std::size_t>(0, i)]);
+      }
+      FreeBlockQueue::Appender appender = q.StartAppend();
+      for (std::uint32_t b : batch) {
+        q.Append(appender, BlockId{b});
+        list.push_back(b);
+        queued[b] = true;
+      }
+      q.FinishAppend(appender);
+      RC_ASSERT(q.CheckInvariants());
     }
     RC_ASSERT(q.Contains(BlockId{id}) == queued[id]);
     RC_ASSERT(q.size(l) == list.size());
