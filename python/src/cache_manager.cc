@@ -140,12 +140,13 @@ void BindResults(py::module_& m) {
 // The reference engine's allocate_slots in one call: the allocation, then
 // (commit_tokens given) the commit, and per group the table from where this
 // allocation's slots start (NewBlocks::table_starts), or None when free
-// blocks are short. The ids the allocation placed in the groups
-// `zeroed_groups` flags are appended to `new_block_ids`.
+// blocks are short; an empty tuple when every group's is empty (most decode
+// steps). The ids the allocation placed in the groups `zeroed_groups` (a
+// tuple of bools, one per group) flags are appended to `new_block_ids`.
 py::object AllocateSlots(CacheManager& cache, const Request& request,
                          const AllocationRequest& args,
                          std::optional<std::uint32_t> commit_tokens,
-                         const std::vector<bool>& zeroed_groups,
+                         const py::tuple& zeroed_groups,
                          py::list& new_block_ids) {
   std::optional<NewBlocks> placed;
   {
@@ -154,13 +155,23 @@ py::object AllocateSlots(CacheManager& cache, const Request& request,
     if (placed && commit_tokens) cache.Commit(request, *commit_tokens);
   }
   if (!placed) return py::none();
-  for (std::size_t g = 0; g < zeroed_groups.size() && g < placed->blocks.size();
-       ++g) {
-    if (!zeroed_groups[g]) continue;
+  const std::size_t num_zeroed = zeroed_groups.size();
+  for (std::size_t g = 0; g < num_zeroed && g < placed->blocks.size(); ++g) {
+    if (placed->blocks[g].empty() ||
+        !PyObject_IsTrue(PyTuple_GET_ITEM(zeroed_groups.ptr(),
+                                          static_cast<Py_ssize_t>(g)))) {
+      continue;
+    }
     for (BlockId id : placed->blocks[g]) {
       if (id != kNullBlock) new_block_ids.append(ToIndex(id));
     }
   }
+  bool any = false;
+  for (std::uint32_t g = 0; g < cache.num_groups() && !any; ++g) {
+    any = cache.block_table(request.id(), GroupId{g}).size() >
+          placed->table_starts[g];
+  }
+  if (!any) return py::tuple();
   py::tuple tables(cache.num_groups());
   for (std::uint32_t g = 0; g < cache.num_groups(); ++g) {
     const std::span<const BlockId> table =
@@ -189,7 +200,7 @@ void BindAllocate(py::class_<CacheManager>& c) {
          const CacheHit* hit, std::uint32_t num_lookahead_tokens,
          std::uint32_t num_external_computed_tokens, bool whole_sequence,
          std::optional<std::uint32_t> commit_tokens,
-         const std::vector<bool>& zeroed_groups, py::list new_block_ids) {
+         const py::tuple& zeroed_groups, py::list new_block_ids) {
         return AllocateSlots(
             cache, request,
             {.num_computed_tokens = num_computed_tokens,
@@ -208,9 +219,10 @@ void BindAllocate(py::class_<CacheManager>& c) {
       py::arg("zeroed_groups"), py::arg("new_block_ids"),
       "The reference engine's allocate_slots: allocate, commit up to "
       "commit_tokens (None: no commit), and per group the ids from where "
-      "this allocation's slots start; None when free blocks are short. "
-      "The ids placed in the groups zeroed_groups flags are appended to "
-      "the list new_block_ids.");
+      "this allocation's slots start (an empty tuple when every group's are "
+      "none); None when free blocks are short. The ids placed in the groups "
+      "zeroed_groups (a tuple of bools) flags are appended to the list "
+      "new_block_ids.");
   c.def(
       "allocate",
       [](CacheManager& cache, const Request& request,

@@ -29,6 +29,8 @@ _MEDIUM_GPU = "GPU"
 # hkv needs one key per complete unit; with caching off the engine hashes
 # nothing, and any key will do.
 _PLACEHOLDER_KEY = b"\0"
+# The longest period whose cells are tabled per residue (_cell_spans).
+_MAX_SPANS = 4096
 # Token counts beyond any a request reaches: the open ends of a range.
 _FAR_BELOW, _FAR_ABOVE = -(1 << 62), 1 << 62
 
@@ -37,12 +39,13 @@ class _Tracked:
     """What the manager knows of one request: the engine's object, the
     hkv request keyed from it, its last lookup, whether it holds blocks."""
 
-    __slots__ = ("request", "mirror", "num_keys", "hit", "hit_blocks",
-                 "holds", "quiet")
+    __slots__ = ("request", "mirror", "num_tokens", "num_keys", "hit",
+                 "hit_blocks", "holds", "quiet")
 
     def __init__(self, request, mirror, num_keys):
         self.request = request
         self.mirror = mirror
+        self.num_tokens = mirror.num_tokens  # the mirror's, kept here
         self.num_keys = num_keys
         self.hit = None
         self.hit_blocks = None  # the KVCacheBlocks of the last lookup
@@ -121,7 +124,7 @@ class KVCacheManager:
         self.kv_cache_event_metadata = tuple(engine.spec_kind(s)
                                              for s in specs)
         self._block_sizes = [g.block_size * config.dcp for g in config.groups]
-        self._zeroed = [type(s).__name__ in _ZEROED_SPECS for s in specs]
+        self._zeroed = tuple(type(s).__name__ in _ZEROED_SPECS for s in specs)
         self._new_block_ids = []
         self.pending_events = []
         self.block_pool = BlockPool(self, num_blocks, enable_caching,
@@ -135,6 +138,13 @@ class KVCacheManager:
         self.coordinator = Coordinator(self, self._block_sizes)
         self._cell_offsets = _cell_offsets(
             _boundaries(config.groups, self._block_sizes))
+        # One period (every group's block size alike, no chunk) of at most
+        # _MAX_SPANS tokens: each residue's cell bounds looked up, not
+        # searched.
+        self._cell_spans = (
+            _cell_spans(*self._cell_offsets[0])
+            if len(self._cell_offsets) == 1
+            and self._cell_offsets[0][0] <= _MAX_SPANS else None)
         # Bumped by every call that changes tables outside allocate_slots.
         self._epoch = 0
         self._next_id = 0
@@ -361,6 +371,11 @@ class KVCacheManager:
         """``(lo, hi)``: the token counts around ``x`` that no group tells
         apart from it (none crosses one of its block boundaries, those of
         its window or chunk, or of its states' release)."""
+        if self._cell_spans is not None:
+            period, spans = self._cell_spans
+            residue = x % period
+            lo, hi = spans[residue]
+            return x - residue + lo, x - residue + hi
         lo, hi = _FAR_BELOW, _FAR_ABOVE
         for period, offsets in self._cell_offsets:
             residue = x % period
@@ -516,13 +531,13 @@ class KVCacheManager:
         """Appends the request's tokens hkv has not seen, with their keys."""
         request = tracked.request
         num_tokens = request.num_tokens
-        num_new = num_tokens - tracked.mirror.num_tokens
+        num_new = num_tokens - tracked.num_tokens
         if num_new == 0:
             return
         if num_new < 0:
             raise _hkv.UsageError(
                 f"request {request.request_id!r} has {num_tokens} "
-                f"tokens, fewer than the {tracked.mirror.num_tokens} seen: "
+                f"tokens, fewer than the {tracked.num_tokens} seen: "
                 "tokens only grow")
         count = num_tokens // self.hash_block_size
         keys = self._keys(request, count)
@@ -532,6 +547,7 @@ class KVCacheManager:
         else:
             tracked.mirror.append_keyed_tokens(
                 num_new, keys[:count - tracked.num_keys])
+        tracked.num_tokens = num_tokens
         tracked.num_keys = count
 
     def drain_events(self, tracked=None):
@@ -591,6 +607,17 @@ def _boundaries(groups, block_sizes):
             s = group.speculative_blocks
             found.update({(b, s % b), (b, (s + 1) % b), (b, (s + 2) % b)})
     return sorted(found)
+
+
+def _cell_spans(period, offsets):
+    """``(period, spans)`` for one period's ``offsets`` (_cell_offsets):
+    ``spans[r]`` bounds the cell of a token count with residue ``r``, as
+    offsets from the count less its residue (what _cell's search finds)."""
+    spans = []
+    for residue in range(period):
+        i = bisect.bisect_right(offsets, residue)
+        spans.append((offsets[i - 1], offsets[i] - 1))
+    return period, tuple(spans)
 
 
 def _cell_offsets(boundaries):
