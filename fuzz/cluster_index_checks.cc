@@ -170,6 +170,9 @@ void ClusterIndexHarness::CheckOutcome(const BatchCall& call,
     Check(call.outcome == predicted || call.outcome == BatchOutcome::kRejected,
           "ApplyBatch's outcome follows the sequence numbers");
   }
+  // Nothing expected yet (never heard; the fuzzer does not resync).
+  const bool from_start =
+      call.source == BatchSource::kReplay && !before.expected;
   // A live batch numbered below the next but past 0: a restart, replay it.
   const bool restart_gap = predicted == BatchOutcome::kGap &&
                            call.sequence < before.expected.value_or(0);
@@ -213,9 +216,30 @@ void ClusterIndexHarness::CheckOutcome(const BatchCall& call,
               after.resident == before.resident && after.held == before.held,
           "a batch not applied changes no answer");
   } else if (call.outcome == BatchOutcome::kRejected) {
-    Check(!after.held || before.held || predicted == BatchOutcome::kRestarted,
+    Check(!after.held || before.held || from_start ||
+              predicted == BatchOutcome::kRestarted,
           "a rejected batch starts no hold unless its number went back");
   }
+  if (from_start) {
+    // What it brings may be undone by a batch no replay reaches.
+    Check(
+        after.held && after.a == InstanceMatch{} && after.b == InstanceMatch{},
+        "a replay from the stream's start holds the instance until one "
+        "completes");
+  }
+}
+
+void ClusterIndexHarness::CheckReplayCompleted(
+    std::uint32_t instance, std::span<const InstanceView> before,
+    std::span<const InstanceView> after) const {
+  CheckOthersAlone(instance, before, after);
+  const InstanceView& was = before[instance];
+  const InstanceView& now = after[instance];
+  Check(now.resident == was.resident &&
+            Fields(now.counters) == Fields(was.counters) &&
+            now.expected == was.expected,
+        "ReplayCompleted changes no key, count or sequence number");
+  Check(!now.held || was.held, "ReplayCompleted starts no hold");
 }
 
 void ClusterIndexHarness::CheckApply(

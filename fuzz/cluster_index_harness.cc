@@ -74,7 +74,7 @@ void ClusterIndexHarness::Step() {
 }
 
 void ClusterIndexHarness::Call() {
-  switch (in_.ConsumeIntegralInRange(0, 7)) {
+  switch (in_.ConsumeIntegralInRange(0, 8)) {
     case 0:
     case 1:
       return ApplyBatchStep(true);
@@ -87,6 +87,8 @@ void ClusterIndexHarness::Call() {
       return ClearStep();
     case 6:
       return MatchStep();
+    case 7:
+      return ReplayCompletedStep();
     default:
       return MatchKeysStep();
   }

@@ -41,7 +41,7 @@ struct InstanceView {
   std::vector<std::uint64_t> resident;
   InstanceCounters counters;
   std::optional<std::uint64_t> expected;
-  bool held = false;  // a gap found and not yet filled
+  bool held = false;  // a gap not yet filled, or a replay from the start
 };
 
 // What a list of events carries, and how a batch of them was made.
@@ -81,6 +81,7 @@ class ClusterIndexHarness {
   void ApplyBatchStep(bool encoded);
   void ApplyStep();
   void ClearStep();
+  void ReplayCompletedStep();
   void MatchStep();
   void MatchKeysStep();
 
@@ -110,6 +111,9 @@ class ClusterIndexHarness {
   void CheckApply(std::uint32_t instance, const EventTally& tally,
                   std::span<const InstanceView> before,
                   std::span<const InstanceView> after) const;
+  void CheckReplayCompleted(std::uint32_t instance,
+                            std::span<const InstanceView> before,
+                            std::span<const InstanceView> after) const;
   void CheckClear(std::uint32_t instance, std::span<const InstanceView> before,
                   std::span<const InstanceView> after) const;
 

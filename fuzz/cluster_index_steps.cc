@@ -102,6 +102,16 @@ void ClusterIndexHarness::ClearStep() {
   CheckClear(instance, before, after);
 }
 
+void ClusterIndexHarness::ReplayCompletedStep() {
+  const std::uint32_t instance = DrawInstance();
+  log_ += "ReplayCompleted(" + std::to_string(instance) + ")\n";
+  const std::vector<InstanceView> before = Snapshot();
+  index_->ReplayCompleted(instance);
+  const std::vector<InstanceView> after = Snapshot();
+  CheckAlways(before, after);
+  CheckReplayCompleted(instance, before, after);
+}
+
 void ClusterIndexHarness::MatchStep() {
   const std::vector<TokenId> tokens = DrawTokens();
   log_ += "Match(" + std::to_string(tokens.size()) + " tokens)";
