@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,25 @@ bool CacheInChunks(CacheManager& cache, std::span<const TokenId> tokens) {
   return true;
 }
 
+// Times the lookup of `tokens` (a new request's), once it is checked to hit
+// `expected` tokens; skips the benchmark with the hit it got otherwise.
+void TimeWarmLookups(benchmark::State& state, CacheManager& cache,
+                     std::span<const TokenId> tokens, std::uint32_t expected) {
+  const Request request({.id = RequestId{2}}, tokens, cache.key_scheme());
+  const std::uint32_t hit = cache.Lookup(request).num_tokens;
+  if (hit != expected) {
+    const std::string message =
+        "hit " + std::to_string(hit) + ", expected " + std::to_string(expected);
+    state.SkipWithError(message.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    CacheHit result = cache.Lookup(request);
+    benchmark::DoNotOptimize(result);
+  }
+  state.counters["hit_tokens"] = hit;
+}
+
 void BM_Lookup_HybridWarmHit(benchmark::State& state) {
   const auto dcp = static_cast<std::uint32_t>(state.range(0));
   Result<CacheManager> cache =
@@ -69,19 +89,7 @@ void BM_Lookup_HybridWarmHit(benchmark::State& state) {
     state.SkipWithError("cannot set up the hybrid cache");
     return;
   }
-  const Request request({.id = RequestId{2}}, tokens, cache->key_scheme());
-  const std::uint32_t hit = cache->Lookup(request).num_tokens;
-  if (hit != 130816) {
-    const std::string message =
-        "hit " + std::to_string(hit) + ", expected 130816";
-    state.SkipWithError(message.c_str());
-    return;
-  }
-  for (auto _ : state) {
-    CacheHit result = cache->Lookup(request);
-    benchmark::DoNotOptimize(result);
-  }
-  state.counters["hit_tokens"] = hit;
+  TimeWarmLookups(state, *cache, tokens, 130816);
 }
 BENCHMARK(BM_Lookup_HybridWarmHit)
     ->ArgNames({"dcp", "pools"})
@@ -120,19 +128,7 @@ void BM_Lookup_HybridBlock256(benchmark::State& state) {
   }
   cache->Commit(first, bench::k128k);
   cache->Free(first.id());
-  const Request request({.id = RequestId{2}}, tokens, cache->key_scheme());
-  const std::uint32_t hit = cache->Lookup(request).num_tokens;
-  if (hit != bench::k128k) {
-    const std::string message = "hit " + std::to_string(hit) + ", expected " +
-                                std::to_string(bench::k128k);
-    state.SkipWithError(message.c_str());
-    return;
-  }
-  for (auto _ : state) {
-    CacheHit result = cache->Lookup(request);
-    benchmark::DoNotOptimize(result);
-  }
-  state.counters["hit_tokens"] = hit;
+  TimeWarmLookups(state, *cache, tokens, bench::k128k);
 }
 BENCHMARK(BM_Lookup_HybridBlock256)->Unit(benchmark::kMicrosecond);
 

@@ -3,6 +3,8 @@
 // Lookup, Allocate, Commit and Free run without the GIL.
 #include "hkv/cache_manager.h"
 
+#include <algorithm>
+#include <span>
 #include <vector>
 
 #include "bindings.h"
@@ -166,20 +168,22 @@ py::object AllocateSlots(CacheManager& cache, const Request& request,
       if (id != kNullBlock) new_block_ids.append(ToIndex(id));
     }
   }
+  // Each group's ids from where this allocation's slots start.
+  std::vector<std::span<const BlockId>> placed_ids(cache.num_groups());
   bool any = false;
-  for (std::uint32_t g = 0; g < cache.num_groups() && !any; ++g) {
-    any = cache.block_table(request.id(), GroupId{g}).size() >
-          placed->table_starts[g];
-  }
-  if (!any) return py::tuple();
-  py::tuple tables(cache.num_groups());
   for (std::uint32_t g = 0; g < cache.num_groups(); ++g) {
     const std::span<const BlockId> table =
         cache.block_table(request.id(), GroupId{g});
     const std::size_t start = placed->table_starts[g];
-    py::list ids(table.size() > start ? table.size() - start : 0);
-    for (std::size_t i = start; i < table.size(); ++i) {
-      ids[i - start] = py::int_(ToIndex(table[i]));
+    placed_ids[g] = table.subspan(std::min(start, table.size()));
+    any |= !placed_ids[g].empty();
+  }
+  if (!any) return py::tuple();
+  py::tuple tables(placed_ids.size());
+  for (std::size_t g = 0; g < placed_ids.size(); ++g) {
+    py::list ids(placed_ids[g].size());
+    for (std::size_t i = 0; i < placed_ids[g].size(); ++i) {
+      ids[i] = py::int_(ToIndex(placed_ids[g][i]));
     }
     tables[g] = std::move(ids);
   }
