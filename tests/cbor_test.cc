@@ -78,12 +78,14 @@ RC_GTEST_PROP(CborTest, PlainUnitsKeyAsHashUnitChainsThem, ()) {
 }
 
 // Long prompts: keying encodes units a batch at a time (a few kilobytes of
-// tokens), so these cross many batches, at units that do and do not fill
-// whole vector steps.
+// tokens), or for xxh3 at short units in a ring a few units ahead of the
+// digest (plain_keys.h), so these cross many batches and turns of the ring,
+// at units that do and do not fill whole vector steps.
 RC_GTEST_PROP(CborTest, LongPromptsKeyAsHashUnitChainsThem, ()) {
   const KeyFunction function =
       *rc::gen::element(KeyFunction::kSha256Cbor, KeyFunction::kXxh3_128Cbor);
-  const auto unit = *rc::gen::element<std::uint32_t>(1, 7, 16, 33, 256, 1000);
+  const auto unit =
+      *rc::gen::element<std::uint32_t>(1, 7, 8, 16, 32, 33, 40, 48, 256, 1000);
   const auto length = *rc::gen::inRange<std::size_t>(0, 12000);
   std::mt19937 random(*rc::gen::arbitrary<std::uint32_t>());
   const auto widest =

@@ -193,6 +193,14 @@ void AppendPlainUnitKeys(const KeyScheme& scheme, BlockHash parent,
   after.Null();
   framing.after_size = after.size();
 
+  if (keys.capacity() < keys.size() + count) {
+    keys.reserve(std::max(keys.size() + count, 2 * keys.capacity()));
+  }
+  if (scheme.function == KeyFunction::kXxh3_128Cbor &&
+      AppendXxh3UnitKeysAhead(framing, parent_at, unit, parent, tokens, keys)) {
+    return;
+  }
+
   // A batch's bytes stay in the first-level caches.
   const std::size_t batch = std::max<std::size_t>(1, 16384 / (5 * unit));
   const std::size_t unit_bytes = framing.before_size + 5 * unit + 1;
@@ -202,9 +210,6 @@ void AppendPlainUnitKeys(const KeyScheme& scheme, BlockHash parent,
   thread_local std::vector<std::size_t> ends;
   ends.resize(batch);
 
-  if (keys.capacity() < keys.size() + count) {
-    keys.reserve(std::max(keys.size() + count, 2 * keys.capacity()));
-  }
   for (std::size_t first = 0; first < count; first += batch) {
     const std::size_t n = std::min(batch, count - first);
     EncodeFramedUnits(tokens.subspan(first * unit, n * unit), unit, framing,

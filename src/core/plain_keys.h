@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "core/cbor.h"
 #include "hkv/keys.h"
 #include "hkv/types.h"
 
@@ -19,5 +20,17 @@ namespace hkv::internal {
 void AppendPlainUnitKeys(const KeyScheme& scheme, BlockHash parent,
                          std::span<const TokenId> tokens,
                          std::vector<BlockHash>& keys);
+
+// AppendPlainUnitKeys for xxh3_128_cbor: each unit is encoded a few units
+// ahead of the digest chain, so the encoding runs while the chain waits on a
+// digest. `framing` frames every unit, with the parent's 16 bytes at
+// `parent_at` of its `before` bytes. Returns false, appending nothing, where
+// it does not apply: a unit that is not a multiple of 8 tokens, a unit
+// whose bytes may pass XXH3's short inputs (240 bytes), or a CPU without
+// AVX-512 VBMI and VBMI2. `parent` may be an element of `keys`.
+bool AppendXxh3UnitKeysAhead(const UnitFraming& framing, std::size_t parent_at,
+                             std::size_t unit, const BlockHash& parent,
+                             std::span<const TokenId> tokens,
+                             std::vector<BlockHash>& keys);
 
 }  // namespace hkv::internal
