@@ -98,6 +98,12 @@ T Convert(py::handle value, const std::string& what) {
   }
 }
 
+// Keys an engine computed, from `keys[start:]` (a list of bytes, one per
+// hash unit, as the engine's request.block_hashes holds them), each of 1 to
+// 32 bytes, zero-padded. UsageError naming `what` and the first that is not.
+std::vector<BlockHash> CallerKeys(const py::handle& keys, std::size_t start,
+                                  const char* what);
+
 void BindErrors(py::module_& m);
 void BindLimits(py::module_& m);
 void BindRequest(py::module_& m);
@@ -108,6 +114,7 @@ void BindTrace(py::module_& m);
 void BindSimulator(py::module_& m);
 void BindPublisher(py::module_& m);
 void BindTiers(py::module_& m);
+void BindQuietCells(py::module_& m);
 
 }  // namespace hkv::python
 

@@ -9,6 +9,7 @@
 
 #include "bindings.h"
 #include "hkv/group_list.h"
+#include "quiet_cells.h"
 
 namespace hkv::python {
 namespace {
@@ -139,17 +140,40 @@ void BindResults(py::module_& m) {
       .def_readonly("table_starts", &NewBlocks::table_starts);
 }
 
-// The reference engine's allocate_slots in one call: the allocation, then
-// (commit_tokens given) the commit, and per group the table from where this
-// allocation's slots start (NewBlocks::table_starts), or None when free
-// blocks are short; an empty tuple when every group's is empty (most decode
-// steps). The ids the allocation placed in the groups `zeroed_groups` (a
-// tuple of bools, one per group) flags are appended to `new_block_ids`.
-py::object AllocateSlots(CacheManager& cache, const Request& request,
-                         const AllocationRequest& args,
+// The tokens an engine's request gained since its mirror last saw them,
+// with the keys of the units they complete (keys[keys_start:]).
+struct MirrorSync {
+  std::uint32_t num_new_tokens = 0;
+  py::handle keys;
+  std::size_t keys_start = 0;
+};
+
+// What the quiet record an allocation leaves needs (QuietCells::Record).
+struct QuietArgs {
+  const QuietCells& cells;
+  std::int64_t epoch = 0;
+  std::int64_t total_computed = 0;
+};
+
+// The reference engine's allocate_slots in one call for hkv.vllm: the
+// mirror's sync, the allocation, then (commit_tokens given) the commit.
+// None when free blocks are short; else (tables, quiet): per group the table
+// from where this allocation's slots start (NewBlocks::table_starts), an
+// empty tuple when every group's is empty (most decode steps), and the
+// record QuietCells::Record gives. The ids the allocation placed in the
+// groups `zeroed_groups` (a tuple of bools, one per group) flags are
+// appended to `new_block_ids`. Keys that do not convert raise UsageError
+// before anything changes.
+py::object AllocateSlots(CacheManager& cache, Request& request,
+                         const MirrorSync& sync, const AllocationRequest& args,
                          std::optional<std::uint32_t> commit_tokens,
                          const py::tuple& zeroed_groups,
-                         py::list& new_block_ids) {
+                         py::list& new_block_ids, const QuietArgs& quiet) {
+  if (sync.num_new_tokens > 0) {
+    request.AppendKeyedTokens(
+        sync.num_new_tokens,
+        CallerKeys(sync.keys, sync.keys_start, "allocate_slots(): keys"));
+  }
   std::optional<NewBlocks> placed;
   {
     py::gil_scoped_release release;
@@ -168,6 +192,11 @@ py::object AllocateSlots(CacheManager& cache, const Request& request,
       if (id != kNullBlock) new_block_ids.append(ToIndex(id));
     }
   }
+  const py::tuple record = quiet.cells.Record(
+      quiet.epoch, quiet.total_computed, args.num_new_tokens,
+      args.num_lookahead_tokens,
+      commit_tokens ? std::optional<std::int64_t>(*commit_tokens)
+                    : std::nullopt);
   // Each group's ids from where this allocation's slots start.
   std::vector<std::span<const BlockId>> placed_ids(cache.num_groups());
   bool any = false;
@@ -178,7 +207,7 @@ py::object AllocateSlots(CacheManager& cache, const Request& request,
     placed_ids[g] = table.subspan(std::min(start, table.size()));
     any |= !placed_ids[g].empty();
   }
-  if (!any) return py::tuple();
+  if (!any) return py::make_tuple(py::tuple(), record);
   py::tuple tables(placed_ids.size());
   for (std::size_t g = 0; g < placed_ids.size(); ++g) {
     py::list ids(placed_ids[g].size());
@@ -187,7 +216,7 @@ py::object AllocateSlots(CacheManager& cache, const Request& request,
     }
     tables[g] = std::move(ids);
   }
-  return tables;
+  return py::make_tuple(tables, record);
 }
 
 std::optional<NewBlocks> Allocate(CacheManager& cache, const Request& request,
@@ -199,14 +228,20 @@ std::optional<NewBlocks> Allocate(CacheManager& cache, const Request& request,
 void BindAllocate(py::class_<CacheManager>& c) {
   c.def(
       "allocate_slots",
-      [](CacheManager& cache, const Request& request,
-         std::uint32_t num_new_tokens, std::uint32_t num_computed_tokens,
-         const CacheHit* hit, std::uint32_t num_lookahead_tokens,
+      [](CacheManager& cache, Request& request, std::uint32_t num_new_tokens,
+         std::uint32_t num_computed_tokens, const CacheHit* hit,
+         std::uint32_t num_lookahead_tokens,
          std::uint32_t num_external_computed_tokens, bool whole_sequence,
          std::optional<std::uint32_t> commit_tokens,
-         const py::tuple& zeroed_groups, py::list new_block_ids) {
+         const py::tuple& zeroed_groups, py::list new_block_ids,
+         std::uint32_t sync_tokens, const py::handle& keys,
+         std::size_t keys_start, const QuietCells& cells, std::int64_t epoch,
+         std::int64_t total_computed) {
         return AllocateSlots(
             cache, request,
+            {.num_new_tokens = sync_tokens,
+             .keys = keys,
+             .keys_start = keys_start},
             {.num_computed_tokens = num_computed_tokens,
              .num_external_computed_tokens = num_external_computed_tokens,
              .num_new_tokens = num_new_tokens,
@@ -214,19 +249,24 @@ void BindAllocate(py::class_<CacheManager>& c) {
              .hit = hit,
              .gate = whole_sequence ? AdmissionGate::kWholeSequence
                                     : AdmissionGate::kNextChunk},
-            commit_tokens, zeroed_groups, new_block_ids);
+            commit_tokens, zeroed_groups, new_block_ids,
+            {.cells = cells, .epoch = epoch, .total_computed = total_computed});
       },
       py::arg("request"), py::arg("num_new_tokens"),
       py::arg("num_computed_tokens"), py::arg("hit"),
       py::arg("num_lookahead_tokens"), py::arg("num_external_computed_tokens"),
       py::arg("whole_sequence"), py::arg("commit_tokens"),
       py::arg("zeroed_groups"), py::arg("new_block_ids"),
-      "The reference engine's allocate_slots: allocate, commit up to "
-      "commit_tokens (None: no commit), and per group the ids from where "
-      "this allocation's slots start (an empty tuple when every group's are "
-      "none); None when free blocks are short. The ids placed in the groups "
-      "zeroed_groups (a tuple of bools) flags are appended to the list "
-      "new_block_ids.");
+      py::arg("sync_tokens"), py::arg("keys"), py::arg("keys_start"),
+      py::arg("cells"), py::arg("epoch"), py::arg("total_computed"),
+      "hkv.vllm's allocate_slots: first appends sync_tokens tokens to the "
+      "request with the keys keys[keys_start:] of the units they complete, "
+      "then allocates, commits up to commit_tokens (None: no commit). None "
+      "when free blocks are short; else (tables, quiet): per group the ids "
+      "from where this allocation's slots start (an empty tuple when every "
+      "group's are none), and cells.record(epoch, total_computed, ...) for "
+      "the next call's fast path. The ids placed in the groups zeroed_groups "
+      "(a tuple of bools) flags are appended to the list new_block_ids.");
   c.def(
       "allocate",
       [](CacheManager& cache, const Request& request,

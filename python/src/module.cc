@@ -69,4 +69,5 @@ PYBIND11_MODULE(_hkv, m) {
   hkv::python::BindSimulator(m);
   hkv::python::BindPublisher(m);
   hkv::python::BindTiers(m);
+  hkv::python::BindQuietCells(m);
 }

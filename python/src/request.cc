@@ -73,51 +73,6 @@ std::vector<TokenId> Tokens(const py::object& tokens, const std::string& what) {
   }
 }
 
-// Keys an engine computed, from `keys[start:]` (a list of bytes, one per
-// hash unit, as the engine's request.block_hashes holds them), each of 1 to
-// 32 bytes, zero-padded. UsageError naming the first that is not.
-std::vector<BlockHash> CallerKeys(const py::handle& keys, std::size_t start,
-                                  const char* what) {
-  if (!PyList_Check(keys.ptr()) && !PyTuple_Check(keys.ptr())) {
-    throw UsageError(std::string(what) + " must be a list of bytes, got " +
-                     ShortRepr(py::reinterpret_borrow<py::object>(keys)));
-  }
-  const auto size =
-      static_cast<std::size_t>(PySequence_Fast_GET_SIZE(keys.ptr()));
-  if (start > size) {
-    throw UsageError(std::string(what) + " has " + std::to_string(size) +
-                     " keys, fewer than the " + std::to_string(start) +
-                     " already given");
-  }
-  // One pass with the unchecked macros once PyBytes_Check passed: ~8,000
-  // keys per long prompt, converted when its request is first seen. Each key
-  // is its own bytes object, so the objects a few keys ahead are loaded
-  // early, and a whole 32-byte digest is one fixed-size copy.
-  PyObject** const items = PySequence_Fast_ITEMS(keys.ptr());
-  constexpr std::size_t kAhead = 8;
-  std::vector<BlockHash> out(size - start);
-  for (std::size_t i = start; i < size; ++i) {
-    if (i + kAhead < size) __builtin_prefetch(items[i + kAhead]);
-    PyObject* const item = items[i];
-    const Py_ssize_t length = PyBytes_Check(item) ? PyBytes_GET_SIZE(item) : 0;
-    BlockHash& key = out[i - start];
-    if (length == static_cast<Py_ssize_t>(sizeof(BlockHash::bytes))) {
-      std::memcpy(key.bytes.data(), PyBytes_AS_STRING(item),
-                  sizeof(BlockHash::bytes));
-      continue;
-    }
-    if (length < 1 ||
-        length > static_cast<Py_ssize_t>(sizeof(BlockHash::bytes))) {
-      throw UsageError(std::string(what) + "[" + std::to_string(i) +
-                       "] must be bytes of 1 to 32 bytes, got " +
-                       ShortRepr(py::reinterpret_borrow<py::object>(item)));
-    }
-    std::memcpy(key.bytes.data(), PyBytes_AS_STRING(item),
-                static_cast<std::size_t>(length));
-  }
-  return out;
-}
-
 void BindKeys(py::module_& m) {
   py::enum_<KeyFunction>(m, "KeyFunction")
       .value("SHA256_CBOR", KeyFunction::kSha256Cbor)
@@ -332,6 +287,48 @@ void BindRequestClass(py::module_& m) {
 }
 
 }  // namespace
+
+std::vector<BlockHash> CallerKeys(const py::handle& keys, std::size_t start,
+                                  const char* what) {
+  if (!PyList_Check(keys.ptr()) && !PyTuple_Check(keys.ptr())) {
+    throw UsageError(std::string(what) + " must be a list of bytes, got " +
+                     ShortRepr(py::reinterpret_borrow<py::object>(keys)));
+  }
+  const auto size =
+      static_cast<std::size_t>(PySequence_Fast_GET_SIZE(keys.ptr()));
+  if (start > size) {
+    throw UsageError(std::string(what) + " has " + std::to_string(size) +
+                     " keys, fewer than the " + std::to_string(start) +
+                     " already given");
+  }
+  // One pass with the unchecked macros once PyBytes_Check passed: ~8,000
+  // keys per long prompt, converted when its request is first seen. Each key
+  // is its own bytes object, so the objects a few keys ahead are loaded
+  // early, and a whole 32-byte digest is one fixed-size copy.
+  PyObject** const items = PySequence_Fast_ITEMS(keys.ptr());
+  constexpr std::size_t kAhead = 8;
+  std::vector<BlockHash> out(size - start);
+  for (std::size_t i = start; i < size; ++i) {
+    if (i + kAhead < size) __builtin_prefetch(items[i + kAhead]);
+    PyObject* const item = items[i];
+    const Py_ssize_t length = PyBytes_Check(item) ? PyBytes_GET_SIZE(item) : 0;
+    BlockHash& key = out[i - start];
+    if (length == static_cast<Py_ssize_t>(sizeof(BlockHash::bytes))) {
+      std::memcpy(key.bytes.data(), PyBytes_AS_STRING(item),
+                  sizeof(BlockHash::bytes));
+      continue;
+    }
+    if (length < 1 ||
+        length > static_cast<Py_ssize_t>(sizeof(BlockHash::bytes))) {
+      throw UsageError(std::string(what) + "[" + std::to_string(i) +
+                       "] must be bytes of 1 to 32 bytes, got " +
+                       ShortRepr(py::reinterpret_borrow<py::object>(item)));
+    }
+    std::memcpy(key.bytes.data(), PyBytes_AS_STRING(item),
+                static_cast<std::size_t>(length));
+  }
+  return out;
+}
 
 void BindRequest(py::module_& m) {
   BindKeys(m);

@@ -161,6 +161,26 @@ def test_misuse_is_refused_and_changes_nothing():
     assert kv.usage == usage and kv.get_block_ids("a") == ([1, 2, 3],)
 
 
+def test_a_refused_allocation_keeps_the_mirror_in_step():
+    # The tokens a request gained since hkv last saw it ride in the
+    # allocation's call; a refusal after they went in leaves them counted.
+    kv = manager()
+    a = v.Request("a", range(40))
+    admit(kv, a)
+    a.append_output_token_ids(7)
+    with pytest.raises(hkv.UsageError, match="exceed max_model_len 4096"):
+        kv.allocate_slots(a, 5000)
+    # Counted twice, the mirror would be a token ahead and want a key for
+    # 48 tokens that the engine's 47 do not have.
+    for _ in range(6):
+        a.append_output_token_ids(7)
+    assert kv.allocate_slots(a, 7).get_block_ids() == ([],)
+    a.num_computed_tokens = 47
+    a.append_output_token_ids(7)
+    assert kv.allocate_slots(a, 1).get_block_ids() == ([],)
+    assert kv.get_block_ids("a") == ([1, 2, 3],)
+
+
 def test_free_order_is_the_engines_unless_asked():
     for order, expected in (("append_all", [4, 5, 3, 2, 1]),
                             ("prepend_uncached", [3, 4, 5, 2, 1])):

@@ -15,8 +15,6 @@ lookup). docs/python.md lists what hkv does differently and the opt-ins.
 Not thread-safe: one scheduler thread drives a manager.
 """
 
-import bisect
-
 from hkv import _hkv
 from hkv.kv_cache_manager import _FREE_ORDERS, _choice
 from hkv.manager import make_groups, whole
@@ -29,10 +27,6 @@ _MEDIUM_GPU = "GPU"
 # hkv needs one key per complete unit; with caching off the engine hashes
 # nothing, and any key will do.
 _PLACEHOLDER_KEY = b"\0"
-# The longest period whose cells are tabled per residue (_cell_spans).
-_MAX_SPANS = 4096
-# Token counts beyond any a request reaches: the open ends of a range.
-_FAR_BELOW, _FAR_ABOVE = -(1 << 62), 1 << 62
 
 
 class _Tracked:
@@ -136,15 +130,9 @@ class KVCacheManager:
         # Read-only per-group views (the engine's coordinator, for tests and
         # tools that read req_to_blocks / num_cached_block).
         self.coordinator = Coordinator(self, self._block_sizes)
-        self._cell_offsets = _cell_offsets(
-            _boundaries(config.groups, self._block_sizes))
-        # One period (every group's block size alike, no chunk) of at most
-        # _MAX_SPANS tokens: each residue's cell bounds looked up, not
-        # searched.
-        self._cell_spans = (
-            _cell_spans(*self._cell_offsets[0])
-            if len(self._cell_offsets) == 1
-            and self._cell_offsets[0][0] <= _MAX_SPANS else None)
+        # The token counts across which an allocation changes nothing.
+        self._quiet_cells = _hkv.QuietCells(
+            config.groups, self._block_sizes, self.max_model_len)
         # Bumped by every call that changes tables outside allocate_slots.
         self._epoch = 0
         self._next_id = 0
@@ -219,7 +207,7 @@ class KVCacheManager:
                 and self._quiet(tracked.quiet, request, num_new_tokens,
                                 num_lookahead_tokens, delay_cache_blocks)):
             return self.empty_kv_cache_blocks
-        tracked = self._track(request)
+        tracked = self._track(request, sync=False)
         hit = (None if new_computed_blocks is None
                and not num_new_computed_tokens
                else self._hit(tracked, num_new_computed_tokens,
@@ -231,17 +219,27 @@ class KVCacheManager:
         commit = None
         if self.enable_caching and not delay_cache_blocks:
             commit = min(total_computed + num_new_tokens, request.num_tokens)
-        tables = self.cache.allocate_slots(
-            tracked.mirror, num_new_tokens, computed, hit,
-            num_lookahead_tokens, num_external_computed_tokens,
-            full_sequence_must_fit, commit, self._zeroed,
-            self._new_block_ids)
-        if tables is None:
+        # The mirror's sync rides in the same call (_sync, one call less).
+        num_new, keys, start, count = self._unsynced(tracked)
+        try:
+            placed = self.cache.allocate_slots(
+                tracked.mirror, num_new_tokens, computed, hit,
+                num_lookahead_tokens, num_external_computed_tokens,
+                full_sequence_must_fit, commit, self._zeroed,
+                self._new_block_ids, num_new, keys, start, self._quiet_cells,
+                self._epoch, total_computed)
+        except Exception:
+            if tracked.mirror.num_tokens != tracked.num_tokens:  # synced
+                tracked.num_tokens = request.num_tokens
+                tracked.num_keys = count
+            raise
+        if num_new:
+            tracked.num_tokens, tracked.num_keys = request.num_tokens, count
+        if placed is None:
             return None
+        tables, tracked.quiet = placed
         tracked.holds = True
         tracked.hit = tracked.hit_blocks = None
-        tracked.quiet = self._quiet_ranges(total_computed, num_new_tokens,
-                                           num_lookahead_tokens, commit)
         self.drain_events(tracked)
         return self._blocks(tables)
 
@@ -367,62 +365,12 @@ class KVCacheManager:
 
     # Helpers --------------------------------------------------------------
 
-    def _cell(self, x):
-        """``(lo, hi)``: the token counts around ``x`` that no group tells
-        apart from it (none crosses one of its block boundaries, those of
-        its window or chunk, or of its states' release)."""
-        if self._cell_spans is not None:
-            period, spans = self._cell_spans
-            residue = x % period
-            lo, hi = spans[residue]
-            return x - residue + lo, x - residue + hi
-        lo, hi = _FAR_BELOW, _FAR_ABOVE
-        for period, offsets in self._cell_offsets:
-            residue = x % period
-            i = bisect.bisect_right(offsets, residue)
-            start = x - residue + offsets[i - 1]
-            if start > lo:
-                lo = start
-            end = x - residue + offsets[i] - 1
-            if end < hi:
-                hi = end
-        return lo, hi
-
-    def _quiet_ranges(self, total_computed, num_new_tokens,
-                      num_lookahead_tokens, commit):
-        """The ``quiet`` of a request after an allocation: ``(epoch,
-        lookahead, commit?, computed lo, hi, main lo, hi, commit lo, hi)``.
-        A later allocation changes nothing while its computed, main, slot
-        and cached token counts stay in the cells of this one's (_cell);
-        the slot count's cell is folded into the main count's range (with
-        the same lookahead, slots are main plus lookahead capped at
-        max_model_len). Cells partition the token counts, so a count in
-        the main count's cell has that cell (a decode step's mostly do)."""
-        max_len = self.max_model_len
-        main = total_computed + num_new_tokens
-        main_lo, main_hi = cell = self._cell(main)
-        slots = min(main + num_lookahead_tokens, max_len)
-        slots_lo, slots_hi = (cell if main_lo <= slots <= main_hi
-                              else self._cell(slots))
-        main_lo = max(main_lo, slots_lo - num_lookahead_tokens)
-        if slots_hi < max_len:  # else every main from slots_lo on caps
-            main_hi = min(main_hi, slots_hi - num_lookahead_tokens)
-        computed_lo, computed_hi = (
-            cell if cell[0] <= total_computed <= cell[1]
-            else self._cell(total_computed))
-        commit_lo, commit_hi = (
-            (_FAR_BELOW, _FAR_ABOVE) if commit is None
-            else cell if cell[0] <= commit <= cell[1] else self._cell(commit))
-        return (self._epoch, num_lookahead_tokens, commit is None,
-                computed_lo, computed_hi, main_lo, main_hi, commit_lo,
-                commit_hi)
-
     def _quiet(self, quiet, request, num_new_tokens, num_lookahead_tokens,
                delay_cache_blocks):
         """Whether an allocation for a running request, with no hit and
         no connector tokens, would change nothing since its last one: its
         computed, main and cached token counts stay in the ranges of its
-        ``quiet`` (_quiet_ranges; then no group allocates, releases or
+        ``quiet`` (QuietCells.record; then no group allocates, releases or
         caches a block) and nothing else touched its tables in between.
         Its new tokens' keys wait for the next call that needs them."""
         (epoch, lookahead, no_commit, computed_lo, computed_hi, main_lo,
@@ -478,9 +426,10 @@ class KVCacheManager:
                 f"{num_tokens} tokens")
         return hit
 
-    def _track(self, request):
-        """The _Tracked for ``request``, keyed up to its current tokens.
-        Raises hkv.UsageError for another live request with its id."""
+    def _track(self, request, sync=True):
+        """The _Tracked for ``request``, keyed up to its current tokens
+        (a new one always; one already tracked with ``sync``). Raises
+        hkv.UsageError for another live request with its id."""
         tracked = self._tracked.get(request.request_id)
         if tracked is None:
             tracked = self._start(request)
@@ -489,7 +438,7 @@ class KVCacheManager:
             raise _hkv.UsageError(
                 f"request id {request.request_id!r} is in use by another "
                 "request, which holds blocks or was looked up and not freed")
-        else:
+        elif sync:
             self._sync(tracked)
         return tracked
 
@@ -529,11 +478,22 @@ class KVCacheManager:
 
     def _sync(self, tracked):
         """Appends the request's tokens hkv has not seen, with their keys."""
+        num_new, keys, start, count = self._unsynced(tracked)
+        if num_new:
+            tracked.mirror.append_keyed_tokens(num_new, keys, start)
+            tracked.num_tokens = tracked.request.num_tokens
+            tracked.num_keys = count
+
+    def _unsynced(self, tracked):
+        """``(num_new, keys, start, count)``: the request's tokens hkv has
+        not seen, the list whose items from ``start`` on are the keys of the
+        units they complete, and the units then complete. Raises
+        hkv.UsageError for tokens that shrank or keys that are short."""
         request = tracked.request
         num_tokens = request.num_tokens
         num_new = num_tokens - tracked.num_tokens
         if num_new == 0:
-            return
+            return 0, (), 0, tracked.num_keys
         if num_new < 0:
             raise _hkv.UsageError(
                 f"request {request.request_id!r} has {num_tokens} "
@@ -542,13 +502,8 @@ class KVCacheManager:
         count = num_tokens // self.hash_block_size
         keys = self._keys(request, count)
         if self.enable_caching:
-            tracked.mirror.append_keyed_tokens(num_new, keys,
-                                               tracked.num_keys)
-        else:
-            tracked.mirror.append_keyed_tokens(
-                num_new, keys[:count - tracked.num_keys])
-        tracked.num_tokens = num_tokens
-        tracked.num_keys = count
+            return num_new, keys, tracked.num_keys, count
+        return num_new, keys[:count - tracked.num_keys], 0, count
 
     def drain_events(self, tracked=None):
         """Moves the C++ cache's events into ``pending_events`` as the
@@ -588,51 +543,3 @@ class KVCacheManager:
             medium=_MEDIUM_GPU,
             lora_name=None if lora is None else lora.lora_name,
             extra_keys=None, group_idx=group)
-
-
-def _boundaries(groups, block_sizes):
-    """``(period, offset)`` pairs: a group's allocations, releases and
-    caching change only where a token count crosses ``offset`` plus a
-    multiple of ``period`` (blocks and their ceilings; a window's start; a
-    chunk's; a state released behind speculative blocks)."""
-    found = set()
-    for group, b in zip(groups, block_sizes):
-        found.update({(b, 0), (b, 1)})
-        if group.kind == _hkv.GroupKind.SLIDING_WINDOW:
-            w = group.sliding_window
-            found.update({(b, (w - 1) % b), (b, w % b)})
-        elif group.kind == _hkv.GroupKind.CHUNKED_LOCAL:
-            found.update({(group.chunk_size, 0), (group.chunk_size, 1)})
-        elif group.kind == _hkv.GroupKind.RECURRENT:
-            s = group.speculative_blocks
-            found.update({(b, s % b), (b, (s + 1) % b), (b, (s + 2) % b)})
-    return sorted(found)
-
-
-def _cell_spans(period, offsets):
-    """``(period, spans)`` for one period's ``offsets`` (_cell_offsets):
-    ``spans[r]`` bounds the cell of a token count with residue ``r``, as
-    offsets from the count less its residue (what _cell's search finds)."""
-    spans = []
-    for residue in range(period):
-        i = bisect.bisect_right(offsets, residue)
-        spans.append((offsets[i - 1], offsets[i] - 1))
-    return period, tuple(spans)
-
-
-def _cell_offsets(boundaries):
-    """Per period of ``boundaries`` (_boundaries), ``(period, offsets)``:
-    its offsets ascending, between the last one less a period and the
-    first one plus a period, so that for a token count ``x`` with residue
-    ``r = x % period`` and ``i = bisect_right(offsets, r)`` the period's
-    boundaries nearest x are ``x - r + offsets[i - 1]`` at or under it and
-    ``x - r + offsets[i]`` over it."""
-    found = {}
-    for period, offset in boundaries:
-        found.setdefault(period, set()).add(offset % period)
-    cells = []
-    for period, offsets in sorted(found.items()):
-        ordered = sorted(offsets)
-        cells.append((period, (ordered[-1] - period, *ordered,
-                               ordered[0] + period)))
-    return tuple(cells)

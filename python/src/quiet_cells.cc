@@ -1,0 +1,124 @@
+#include "quiet_cells.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+namespace hkv::python {
+namespace {
+
+// Far outside any token count: a side of a range that binds nothing.
+constexpr std::int64_t kFarBelow = -(std::int64_t{1} << 62);
+constexpr std::int64_t kFarAbove = std::int64_t{1} << 62;
+
+// x mod m in [0, m), as Python's % gives it.
+std::int64_t Residue(std::int64_t x, std::int64_t m) {
+  const std::int64_t r = x % m;
+  return r < 0 ? r + m : r;
+}
+
+}  // namespace
+
+QuietCells::QuietCells(const std::vector<GroupSpec>& groups,
+                       const std::vector<std::int64_t>& block_sizes,
+                       std::int64_t max_model_len)
+    : max_model_len_(max_model_len) {
+  if (groups.size() != block_sizes.size()) {
+    throw UsageError("QuietCells: " + std::to_string(groups.size()) +
+                     " groups but " + std::to_string(block_sizes.size()) +
+                     " block sizes");
+  }
+  std::map<std::int64_t, std::set<std::int64_t>> offsets;
+  const auto add = [&offsets](std::int64_t period, std::int64_t offset) {
+    if (period <= 0) {
+      throw UsageError("QuietCells: a period of " + std::to_string(period) +
+                       " tokens (block sizes and chunks are at least 1)");
+    }
+    offsets[period].insert(Residue(offset, period));
+  };
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const GroupSpec& group = groups[g];
+    const std::int64_t b = block_sizes[g];
+    add(b, 0);
+    add(b, 1);
+    if (group.kind == GroupKind::kSlidingWindow) {
+      const std::int64_t w = group.sliding_window;
+      add(b, w - 1);
+      add(b, w);
+    } else if (group.kind == GroupKind::kChunkedLocal) {
+      add(group.chunk_size, 0);
+      add(group.chunk_size, 1);
+    } else if (group.kind == GroupKind::kRecurrent) {
+      const std::int64_t s = group.speculative_blocks;
+      add(b, s);
+      add(b, s + 1);
+      add(b, s + 2);
+    }
+  }
+  for (const auto& [period, found] : offsets) {
+    Period p{.period = period, .offsets = {*found.rbegin() - period}};
+    p.offsets.insert(p.offsets.end(), found.begin(), found.end());
+    p.offsets.push_back(*found.begin() + period);
+    periods_.push_back(std::move(p));
+  }
+}
+
+std::pair<std::int64_t, std::int64_t> QuietCells::Cell(std::int64_t x) const {
+  std::int64_t lo = kFarBelow;
+  std::int64_t hi = kFarAbove;
+  for (const Period& p : periods_) {
+    const std::int64_t residue = Residue(x, p.period);
+    const auto above =
+        std::upper_bound(p.offsets.begin(), p.offsets.end(), residue);
+    lo = std::max(lo, x - residue + *(above - 1));
+    hi = std::min(hi, x - residue + *above - 1);
+  }
+  return {lo, hi};
+}
+
+py::tuple QuietCells::Record(std::int64_t epoch, std::int64_t total_computed,
+                             std::int64_t num_new_tokens,
+                             std::int64_t lookahead,
+                             std::optional<std::int64_t> commit) const {
+  const std::int64_t main = total_computed + num_new_tokens;
+  const auto cell = Cell(main);
+  auto [main_lo, main_hi] = cell;
+  // Cells partition the token counts: a count in the main count's cell has
+  // that cell (a decode step's mostly do).
+  const auto cell_of = [this, &cell](std::int64_t x) {
+    return cell.first <= x && x <= cell.second ? cell : Cell(x);
+  };
+  const std::int64_t slots = std::min(main + lookahead, max_model_len_);
+  const auto [slots_lo, slots_hi] = cell_of(slots);
+  main_lo = std::max(main_lo, slots_lo - lookahead);
+  if (slots_hi < max_model_len_) {  // else every main from slots_lo caps
+    main_hi = std::min(main_hi, slots_hi - lookahead);
+  }
+  const auto computed = cell_of(total_computed);
+  const auto committed =
+      commit ? cell_of(*commit) : std::pair{kFarBelow, kFarAbove};
+  return py::make_tuple(epoch, lookahead, !commit.has_value(), computed.first,
+                        computed.second, main_lo, main_hi, committed.first,
+                        committed.second);
+}
+
+void BindQuietCells(py::module_& m) {
+  py::class_<QuietCells>(m, "QuietCells",
+                         "hkv.vllm's decode fast path: the token counts "
+                         "across which an allocation changes nothing.")
+      .def(py::init<const std::vector<GroupSpec>&,
+                    const std::vector<std::int64_t>&, std::int64_t>(),
+           py::arg("groups"), py::arg("block_sizes"), py::arg("max_model_len"))
+      .def("cell", &QuietCells::Cell, py::arg("x"),
+           "(lo, hi): the token counts around x that no group tells apart "
+           "from it.")
+      .def("record", &QuietCells::Record, py::arg("epoch"),
+           py::arg("total_computed"), py::arg("num_new_tokens"),
+           py::arg("num_lookahead_tokens"), py::arg("commit"),
+           "(epoch, lookahead, commit is None, computed lo, hi, main lo, hi, "
+           "commit lo, hi): the ranges over which the next allocation "
+           "changes nothing.");
+}
+
+}  // namespace hkv::python

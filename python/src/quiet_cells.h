@@ -1,0 +1,55 @@
+// hkv.vllm's decode fast path (python/hkv/vllm/manager.py, _quiet): the
+// token counts across which no group's allocation, release or caching
+// changes, and the record of them an allocation leaves for the next one.
+// In C++ because a quarter of a hybrid model's decode allocations cross a
+// boundary, and the record's Python cost was a fifth of such a call.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "bindings.h"
+#include "hkv/group_spec.h"
+
+namespace hkv::python {
+
+class QuietCells {
+ public:
+  // `block_sizes`: each group's tokens per block, as the manager counts
+  // them. A group's allocations, releases and caching change only where a
+  // token count crosses an offset plus a multiple of a period: its blocks
+  // and their ceilings (offsets 0 and 1); a window's start; a chunk's; a
+  // state released behind speculative blocks. UsageError for sizes that do
+  // not match the groups or a period below 1.
+  QuietCells(const std::vector<GroupSpec>& groups,
+             const std::vector<std::int64_t>& block_sizes,
+             std::int64_t max_model_len);
+
+  // The token counts around `x` that no group tells apart from it.
+  std::pair<std::int64_t, std::int64_t> Cell(std::int64_t x) const;
+
+  // The record an allocation leaves: (epoch, lookahead, commit is None,
+  // computed lo, hi, main lo, hi, commit lo, hi). A later allocation
+  // changes nothing while its computed, main, slot and cached token counts
+  // stay in the cells of this one's; the slot count's cell is folded into
+  // the main count's range (with the same lookahead, slots are main plus
+  // lookahead capped at max_model_len).
+  py::tuple Record(std::int64_t epoch, std::int64_t total_computed,
+                   std::int64_t num_new_tokens, std::int64_t lookahead,
+                   std::optional<std::int64_t> commit) const;
+
+ private:
+  struct Period {
+    std::int64_t period;
+    // Ascending, between the last offset less a period and the first plus
+    // a period: for residue r and i = upper_bound(r), the nearest
+    // boundaries are at offsets[i - 1] (at or under) and offsets[i] (over).
+    std::vector<std::int64_t> offsets;
+  };
+  std::int64_t max_model_len_;
+  std::vector<Period> periods_;
+};
+
+}  // namespace hkv::python

@@ -1,0 +1,113 @@
+"""hkv.vllm's decode fast path, hkv._hkv.QuietCells: the token counts across
+which no group's allocation, release or caching changes, against a brute
+force over each group's boundaries; the record an allocation leaves."""
+import random
+
+import pytest
+
+from hkv import _hkv
+
+K = _hkv.GroupKind
+FAR = 1 << 62
+
+
+def group(kind, block_size=16, **fields):
+    spec = _hkv.GroupSpec()
+    spec.kind = kind
+    spec.block_size = block_size
+    for name, value in fields.items():
+        setattr(spec, name, value)
+    return spec
+
+
+def boundaries(groups):
+    """(period, offset) pairs where some group's allocation can change:
+    blocks and their ceilings, a window's start, a chunk's, a state
+    released behind speculative blocks."""
+    found = set()
+    for g in groups:
+        b = g.block_size
+        found |= {(b, 0), (b, 1)}
+        if g.kind == K.SLIDING_WINDOW:
+            w = g.sliding_window
+            found |= {(b, (w - 1) % b), (b, w % b)}
+        elif g.kind == K.CHUNKED_LOCAL:
+            found |= {(g.chunk_size, 0), (g.chunk_size, 1)}
+        elif g.kind == K.RECURRENT:
+            s = g.speculative_blocks
+            found |= {(b, s % b), (b, (s + 1) % b), (b, (s + 2) % b)}
+    return found
+
+
+def brute_cell(found, x):
+    """The counts around x crossing no boundary: from the last boundary at
+    or under x to the first over it, less one."""
+    def is_boundary(t):
+        return any(t % p == o for p, o in found)
+    lo = x
+    while not is_boundary(lo):
+        lo -= 1
+    hi = x + 1
+    while not is_boundary(hi):
+        hi += 1
+    return lo, hi - 1
+
+
+def test_a_hybrid_models_cells():
+    # Full attention, a window of 4096 and Mamba (no speculative blocks) at
+    # block 16: boundaries at offsets 0, 1, 2 and 15 of each block.
+    groups = [group(K.FULL_ATTENTION), group(K.SLIDING_WINDOW,
+                                             sliding_window=4096),
+              group(K.RECURRENT)]
+    cells = _hkv.QuietCells(groups, [16, 16, 16], 1 << 20)
+    assert cells.cell(20) == (18, 30)
+    assert cells.cell(31) == (31, 31)
+    assert cells.cell(32) == (32, 32)
+    assert cells.cell(34) == (34, 46)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_cells_match_a_brute_force(seed):
+    rng = random.Random(seed)
+    groups, sizes = [], []
+    for _ in range(rng.randint(1, 4)):
+        b = rng.choice([1, 2, 3, 16, 32, 48])
+        kind = rng.choice([K.FULL_ATTENTION, K.SLIDING_WINDOW,
+                           K.CHUNKED_LOCAL, K.RECURRENT])
+        fields = {}
+        if kind == K.SLIDING_WINDOW:
+            fields["sliding_window"] = rng.randint(1, 300)
+        elif kind == K.CHUNKED_LOCAL:
+            fields["chunk_size"] = b * rng.randint(1, 8)
+        elif kind == K.RECURRENT:
+            fields["speculative_blocks"] = rng.randint(0, 4)
+        groups.append(group(kind, b, **fields))
+        sizes.append(b)
+    cells = _hkv.QuietCells(groups, sizes, 1 << 20)
+    found = boundaries(groups)
+    for x in range(0, 400):
+        assert cells.cell(x) == brute_cell(found, x), x
+
+
+def test_the_record_an_allocation_leaves():
+    cells = _hkv.QuietCells([group(K.FULL_ATTENTION)], [16], 100)
+    # 40 computed, 1 new: every count in [33, 47] is one cell.
+    assert cells.record(7, 40, 1, 0, 41) == (7, 0, False, 33, 47, 33, 47,
+                                             33, 47)
+    # No commit: its range binds nothing.
+    assert cells.record(7, 40, 1, 0, None)[2:] == (True, 33, 47, 33, 47,
+                                                   -FAR, FAR)
+    # A lookahead of 3 folds the slot count's cell into the main count's:
+    # main 44 + 3 reaches 47, the cell's end.
+    assert cells.record(0, 40, 4, 3, 44)[5:7] == (33, 44)
+    # Main 95, slots 105 capped at 100 (cell [97, 111]): a main from 87 on
+    # keeps its slots in that cell (or capped), and nothing past the cap
+    # binds the main count from above.
+    assert cells.record(0, 90, 5, 10, 95)[5:7] == (87, 95)
+
+
+def test_sizes_that_do_not_fit_are_refused():
+    with pytest.raises(_hkv.UsageError, match="1 groups but 2 block sizes"):
+        _hkv.QuietCells([group(K.FULL_ATTENTION)], [16, 16], 100)
+    with pytest.raises(_hkv.UsageError, match="period of 0 tokens"):
+        _hkv.QuietCells([group(K.FULL_ATTENTION)], [0], 100)
