@@ -8,6 +8,7 @@
 #include "cache_ops_config.h"
 #include "hybrid_oracle.h"
 #include "state_digest.h"
+#include "test_util.h"
 
 namespace hkv::fuzz {
 namespace {
@@ -108,6 +109,8 @@ CacheHit CacheOpsHarness::CheckedLookup(const Request& request) const {
          std::to_string(expected));
   }
   Check(hit.num_tokens == expected, "a lookup disagrees with the oracle");
+  Check(testing::SameAsLookupKeys(core_, request, hit),
+        "a lookup over keys read on demand disagrees with Lookup");
   return hit;
 }
 

@@ -75,6 +75,8 @@ class Harness {
 
   CacheHit CheckLookup(const Request& request) {
     const CacheHit hit = cache_.Lookup(request);
+    // Keys read on demand find the same hit.
+    RC_ASSERT(testing::SameAsLookupKeys(cache_, request, hit));
     const std::vector<TokenId> tokens(request.tokens().begin(),
                                       request.tokens().end());
     const ModelHit expected = model_.Lookup(tokens);

@@ -154,6 +154,8 @@ class HybridHarness {
 
   void CheckLookup(const Request& r) {
     const CacheHit hit = cache_.Lookup(r);
+    // Keys read on demand find the same hit.
+    RC_ASSERT(testing::SameAsLookupKeys(cache_, r, hit));
     const testing::HybridOracle oracle(config_, cache_.pool());
     const std::uint32_t expected = oracle.Hit(r);
     if (hit.num_tokens != expected) {

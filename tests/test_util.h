@@ -3,17 +3,54 @@
 // scheduler's allocate_slots (which caches the scheduled tokens).
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <numeric>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cache/cache_core.h"
+#include "hkv/key_source.h"
 #include "hkv/request.h"
 
 namespace hkv::testing {
+
+// A request's keys as a KeySource, counting the keys read.
+class CountingKeys : public KeySource {
+ public:
+  explicit CountingKeys(std::span<const BlockHash> keys) : keys_(keys) {}
+  std::size_t size() const override { return keys_.size(); }
+  void Read(std::size_t first, std::span<BlockHash> out) const override {
+    std::copy_n(keys_.begin() + static_cast<std::ptrdiff_t>(first), out.size(),
+                out.begin());
+    num_read_ += out.size();
+  }
+  std::size_t num_read() const { return num_read_; }
+
+ private:
+  std::span<const BlockHash> keys_;
+  mutable std::size_t num_read_ = 0;
+};
+
+// Whether LookupKeys over `request`'s keys gives the hit Lookup gave.
+inline bool SameAsLookupKeys(const internal::CacheCore& cache,
+                             const Request& request, const CacheHit& hit) {
+  const CacheHit lazy =
+      cache.LookupKeys(request.id(), request.num_tokens(),
+                       CountingKeys(request.keys()), request.cache_read());
+  return lazy.num_tokens == hit.num_tokens && lazy.blocks == hit.blocks &&
+         lazy.chain_tokens == hit.chain_tokens &&
+         lazy.miss_cause == hit.miss_cause &&
+         lazy.limiting_group == hit.limiting_group &&
+         lazy.key_generation == hit.key_generation &&
+         lazy.origin.cache == hit.origin.cache &&
+         lazy.origin.request == hit.origin.request &&
+         lazy.origin.num_tokens == hit.origin.num_tokens &&
+         lazy.origin.key == hit.origin.key;
+}
 
 // Full attention and a recurrent group, both 16 tokens a block and a key,
 // in a pool of 64 blocks.

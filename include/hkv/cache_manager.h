@@ -36,6 +36,7 @@
 #include "hkv/cache_hit.h"
 #include "hkv/cache_stats.h"
 #include "hkv/events.h"
+#include "hkv/key_source.h"
 #include "hkv/keys.h"
 #include "hkv/request.h"
 #include "hkv/result.h"
@@ -70,6 +71,18 @@ class CacheManager {
   // num_tokens - 1 (the last token is always recomputed). Pure.
   // O(hit blocks) expected.
   CacheHit Lookup(const Request& request) const;
+
+  // Lookup for a request its caller keys, before it is built: `id` is the
+  // id it will have (the hit adopts into that request only), `num_tokens`
+  // its tokens, `keys` one per complete hash unit, read only as far as the
+  // lookup probes them (a warm 128k-token prompt: a few hundred of 8,192).
+  // The same hit Lookup gives the request built with these keys. REQUIRES
+  // (else UsageError, nothing read): keys.size() == num_tokens / hash unit;
+  // num_tokens at most kMaxTokensPerRequest. What keys.Read throws passes
+  // through. Pure.
+  CacheHit LookupKeys(RequestId id, std::uint32_t num_tokens,
+                      const KeySource& keys,
+                      CacheRead cache_read = CacheRead::kAllowed) const;
 
   // Adopts `args.hit` (first allocation only) and takes blocks so the
   // request's tables cover num_computed + hit + new + lookahead tokens

@@ -103,6 +103,11 @@ T Convert(py::handle value, const std::string& what) {
 // 32 bytes, zero-padded. UsageError naming `what` and the first that is not.
 std::vector<BlockHash> CallerKeys(const py::handle& keys, std::size_t start,
                                   const char* what);
+// The length of `keys`, a list or tuple (else UsageError naming `what`).
+std::size_t NumCallerKeys(const py::handle& keys, const char* what);
+// CallerKeys of items[first, first + out.size()) into `out`.
+void ConvertKeys(PyObject* const* items, std::size_t first,
+                 std::span<BlockHash> out, const char* what);
 
 void BindErrors(py::module_& m);
 void BindLimits(py::module_& m);

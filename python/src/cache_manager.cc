@@ -140,6 +140,31 @@ void BindResults(py::module_& m) {
       .def_readonly("table_starts", &NewBlocks::table_starts);
 }
 
+// The first `size` items of a list of bytes an engine holds (its request's
+// block hashes), read as a lookup probes them. Borrowed: lives within the
+// binding call that made it, which holds the GIL throughout.
+class ListKeys : public KeySource {
+ public:
+  ListKeys(const py::handle& keys, std::size_t size, const char* what)
+      : keys_(keys), size_(size), what_(what) {
+    const std::size_t held = NumCallerKeys(keys, what);
+    if (held < size) {
+      throw UsageError(std::string(what) + " has " + std::to_string(held) +
+                       " keys, fewer than the " + std::to_string(size) +
+                       " asked for");
+    }
+  }
+  std::size_t size() const override { return size_; }
+  void Read(std::size_t first, std::span<BlockHash> out) const override {
+    ConvertKeys(PySequence_Fast_ITEMS(keys_.ptr()), first, out, what_);
+  }
+
+ private:
+  py::handle keys_;
+  std::size_t size_;
+  const char* what_;
+};
+
 // The tokens an engine's request gained since its mirror last saw them,
 // with the keys of the units they complete (keys[keys_start:]).
 struct MirrorSync {
@@ -363,6 +388,20 @@ void BindManager(py::module_& m) {
       .def_property_readonly("key_scheme", &CacheManager::key_scheme)
       .def_property_readonly("num_groups", &CacheManager::num_groups)
       .def("lookup", &CacheManager::Lookup, py::arg("request"), Release())
+      .def(
+          "lookup_keys",
+          [](const CacheManager& cache, RequestId id, std::uint32_t num_tokens,
+             const py::handle& keys, std::size_t num_keys,
+             CacheRead cache_read) {
+            // Keeps the GIL: the keys are read from the list as probed.
+            const ListKeys source(keys, num_keys, "lookup_keys(): keys");
+            return cache.LookupKeys(id, num_tokens, source, cache_read);
+          },
+          py::arg("id"), py::arg("num_tokens"), py::arg("keys"),
+          py::arg("num_keys"), py::arg("cache_read") = CacheRead::kAllowed,
+          "Lookup for the request `id` will be, of num_tokens tokens, whose "
+          "keys are keys[:num_keys] (bytes, one per complete hash unit), "
+          "read only as far as the lookup probes them.")
       .def("commit", &CacheManager::Commit, py::arg("request"),
            py::arg("num_computed_tokens"), Release())
       .def("free", &CacheManager::Free, py::arg("id"), Release())

@@ -288,31 +288,19 @@ void BindRequestClass(py::module_& m) {
 
 }  // namespace
 
-std::vector<BlockHash> CallerKeys(const py::handle& keys, std::size_t start,
-                                  const char* what) {
-  if (!PyList_Check(keys.ptr()) && !PyTuple_Check(keys.ptr())) {
-    throw UsageError(std::string(what) + " must be a list of bytes, got " +
-                     ShortRepr(py::reinterpret_borrow<py::object>(keys)));
-  }
-  const auto size =
-      static_cast<std::size_t>(PySequence_Fast_GET_SIZE(keys.ptr()));
-  if (start > size) {
-    throw UsageError(std::string(what) + " has " + std::to_string(size) +
-                     " keys, fewer than the " + std::to_string(start) +
-                     " already given");
-  }
-  // One pass with the unchecked macros once PyBytes_Check passed: ~8,000
-  // keys per long prompt, converted when its request is first seen. Each key
-  // is its own bytes object, so the objects a few keys ahead are loaded
-  // early, and a whole 32-byte digest is one fixed-size copy.
-  PyObject** const items = PySequence_Fast_ITEMS(keys.ptr());
+void ConvertKeys(PyObject* const* items, std::size_t first,
+                 std::span<BlockHash> out, const char* what) {
+  // The unchecked macros once PyBytes_Check passed: ~8,000 keys per long
+  // prompt. Each key is its own bytes object, so the objects a few keys
+  // ahead are loaded early, and a whole 32-byte digest is one fixed-size
+  // copy.
   constexpr std::size_t kAhead = 8;
-  std::vector<BlockHash> out(size - start);
-  for (std::size_t i = start; i < size; ++i) {
-    if (i + kAhead < size) __builtin_prefetch(items[i + kAhead]);
+  const std::size_t end = first + out.size();
+  for (std::size_t i = first; i < end; ++i) {
+    if (i + kAhead < end) __builtin_prefetch(items[i + kAhead]);
     PyObject* const item = items[i];
     const Py_ssize_t length = PyBytes_Check(item) ? PyBytes_GET_SIZE(item) : 0;
-    BlockHash& key = out[i - start];
+    BlockHash& key = out[i - first];
     if (length == static_cast<Py_ssize_t>(sizeof(BlockHash::bytes))) {
       std::memcpy(key.bytes.data(), PyBytes_AS_STRING(item),
                   sizeof(BlockHash::bytes));
@@ -324,9 +312,30 @@ std::vector<BlockHash> CallerKeys(const py::handle& keys, std::size_t start,
                        "] must be bytes of 1 to 32 bytes, got " +
                        ShortRepr(py::reinterpret_borrow<py::object>(item)));
     }
+    key = BlockHash{};
     std::memcpy(key.bytes.data(), PyBytes_AS_STRING(item),
                 static_cast<std::size_t>(length));
   }
+}
+
+std::size_t NumCallerKeys(const py::handle& keys, const char* what) {
+  if (!PyList_Check(keys.ptr()) && !PyTuple_Check(keys.ptr())) {
+    throw UsageError(std::string(what) + " must be a list of bytes, got " +
+                     ShortRepr(py::reinterpret_borrow<py::object>(keys)));
+  }
+  return static_cast<std::size_t>(PySequence_Fast_GET_SIZE(keys.ptr()));
+}
+
+std::vector<BlockHash> CallerKeys(const py::handle& keys, std::size_t start,
+                                  const char* what) {
+  const std::size_t size = NumCallerKeys(keys, what);
+  if (start > size) {
+    throw UsageError(std::string(what) + " has " + std::to_string(size) +
+                     " keys, fewer than the " + std::to_string(start) +
+                     " already given");
+  }
+  std::vector<BlockHash> out(size - start);
+  ConvertKeys(PySequence_Fast_ITEMS(keys.ptr()), start, out, what);
   return out;
 }
 

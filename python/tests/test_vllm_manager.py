@@ -161,6 +161,30 @@ def test_misuse_is_refused_and_changes_nothing():
     assert kv.usage == usage and kv.get_block_ids("a") == ([1, 2, 3],)
 
 
+def test_a_lookup_reads_only_the_keys_it_probes():
+    # A request not yet admitted is looked up over its block hashes as they
+    # are, read as probed: a bad one the lookup never reaches is found when
+    # the request is admitted, which refuses it and changes nothing.
+    kv = manager(num_blocks=80)
+    a = v.Request("a", range(1024))  # 64 block hashes
+    admit(kv, a)
+    kv.free(a)
+    b = v.Request("b", range(1024))
+    b.block_hashes[20] = None
+    blocks, hit = kv.get_computed_blocks(b)
+    assert hit == 1008
+    usage, free = kv.usage, kv.block_pool.get_num_free_blocks()
+    with pytest.raises(hkv.UsageError, match=r"keys\[20\] must be bytes"):
+        kv.allocate_slots(b, 16, hit, blocks)
+    assert (kv.usage, kv.block_pool.get_num_free_blocks()) == (usage, free)
+    # A bad one the lookup probes (the deepest it may hit) fails it alone.
+    c = v.Request("c", range(1024))
+    c.block_hashes[62] = b"x" * 33
+    with pytest.raises(hkv.UsageError, match=r"keys\[62\] must be bytes"):
+        kv.get_computed_blocks(c)
+    assert kv.get_computed_blocks(v.Request("d", range(1024)))[1] == 1008
+
+
 def test_a_refused_allocation_keeps_the_mirror_in_step():
     # The tokens a request gained since hkv last saw it ride in the
     # allocation's call; a refusal after they went in leaves them counted.

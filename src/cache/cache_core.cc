@@ -10,6 +10,8 @@
 #include "check.h"
 #include "groups/kind_traits.h"
 #include "groups/stored_event.h"
+#include "hkv/limits.h"
+#include "text.h"
 
 namespace hkv::internal {
 namespace {
@@ -53,13 +55,12 @@ CacheCore::CacheCore(const CacheConfig& config)
   }
 }
 
-std::uint32_t CacheCore::MaxHitLength(const Request& request) const {
-  const std::uint32_t n = std::min(request.num_tokens(), config_.max_model_len);
+std::uint32_t CacheCore::MaxHitLength(std::uint32_t num_tokens) const {
+  const std::uint32_t n = std::min(num_tokens, config_.max_model_len);
   return n > 0 ? n - 1 : 0;
 }
 
-bool CacheCore::LimiterEvicted(const CacheHit& hit,
-                               std::span<const BlockHash> keys) const {
+bool CacheCore::LimiterEvicted(const CacheHit& hit, KeyView keys) const {
   const std::uint32_t chain = hit.chain_tokens / scheme_.hash_unit;
   return chain > 0 && pool_.WasEvicted({.hash = keys[chain - 1],
                                         .group = hit.limiting_group});
@@ -68,24 +69,44 @@ bool CacheCore::LimiterEvicted(const CacheHit& hit,
 CacheHit CacheCore::Lookup(const Request& request) const {
   HKV_REQUIRE(request.key_scheme() == scheme_,
               "request keyed with a different key scheme than the cache");
-  if (!pool_.caching_enabled() || request.cache_read() == CacheRead::kSkipped) {
-    CacheHit none{.origin = {.cache = id_, .request = request.id()}};
+  return LookupView(request.id(), request.num_tokens(), request.keys(),
+                    request.cache_read());
+}
+
+CacheHit CacheCore::LookupKeys(RequestId id, std::uint32_t num_tokens,
+                               const KeySource& keys,
+                               CacheRead cache_read) const {
+  HKV_REQUIRE(num_tokens <= kMaxTokensPerRequest,
+              internal::Cat("a request of ", num_tokens,
+                            " tokens exceeds the limit of ",
+                            kMaxTokensPerRequest, " tokens per request"));
+  HKV_REQUIRE(
+      keys.size() == num_tokens / scheme_.hash_unit,
+      internal::Cat(num_tokens, " tokens have ", num_tokens / scheme_.hash_unit,
+                    " complete hash units of ", scheme_.hash_unit,
+                    ", but the source has ", keys.size(), " keys"));
+  const LazyKeys lazy(keys);
+  return LookupView(id, num_tokens, lazy.view(), cache_read);
+}
+
+CacheHit CacheCore::LookupView(RequestId id, std::uint32_t num_tokens,
+                               KeyView keys, CacheRead cache_read) const {
+  if (!pool_.caching_enabled() || cache_read == CacheRead::kSkipped) {
+    CacheHit none{.origin = {.cache = id_, .request = id}};
     none.blocks.resize(groups_.size());
     return none;
   }
-  CacheHit hit =
-      coordinator_.FindLongestHit(request.keys(), MaxHitLength(request));
+  CacheHit hit = coordinator_.FindLongestHit(keys, MaxHitLength(num_tokens));
   hit.key_generation = pool_.key_generation();
-  hit.origin = {
-      .cache = id_, .request = request.id(), .num_tokens = hit.num_tokens};
+  hit.origin = {.cache = id_, .request = id, .num_tokens = hit.num_tokens};
   if (const std::uint32_t units = hit.num_tokens / scheme_.hash_unit;
       units > 0) {
-    hit.origin.key = request.keys()[units - 1];
+    hit.origin.key = keys[units - 1];
   }
   // A window or checkpoint the limiting group had once, evicted since.
   if (hit.miss_cause != MissCause::kNone &&
       hit.miss_cause != MissCause::kSpeculativeRewind &&
-      LimiterEvicted(hit, request.keys())) {
+      LimiterEvicted(hit, keys)) {
     hit.miss_cause = MissCause::kEvicted;
   }
   return hit;

@@ -37,6 +37,8 @@ class CacheCore {
   const CacheFacts& facts() const { return geometry_.facts; }
 
   CacheHit Lookup(const Request& request) const;
+  CacheHit LookupKeys(RequestId id, std::uint32_t num_tokens,
+                      const KeySource& keys, CacheRead cache_read) const;
   std::optional<NewBlocks> Allocate(const Request& request,
                                     const AllocationRequest& args);
   CacheHit TruncateHit(const CacheHit& hit, std::uint32_t num_tokens) const;
@@ -91,7 +93,10 @@ class CacheCore {
     std::uint32_t shared_prefix_boundary = 0;
   };
 
-  std::uint32_t MaxHitLength(const Request& request) const;
+  std::uint32_t MaxHitLength(std::uint32_t num_tokens) const;
+  // Lookup's work for the request `id` of `num_tokens` tokens.
+  CacheHit LookupView(RequestId id, std::uint32_t num_tokens, KeyView keys,
+                      CacheRead cache_read) const;
   // The REQUIRES of each call, checked before it changes anything
   // (cache/call_checks.cc).
   void CheckAllocation(const Request& request, const AllocationRequest& args,
@@ -108,8 +113,7 @@ class CacheCore {
   absl::flat_hash_map<RequestId, RequestState>::iterator Admit(
       const Request& request, const CacheHit* hit);
   // Whether the limiting group had the hit's chain end cached once.
-  bool LimiterEvicted(const CacheHit& hit,
-                      std::span<const BlockHash> keys) const;
+  bool LimiterEvicted(const CacheHit& hit, KeyView keys) const;
   // A new request's tables: its hit (nullable) in every group, with null
   // slots for what window groups no longer read.
   void AdoptHit(RequestState& state, const CacheHit* hit,

@@ -32,6 +32,11 @@ std::uint32_t CacheManager::num_groups() const {
 CacheHit CacheManager::Lookup(const Request& request) const {
   return impl_->core.Lookup(request);
 }
+CacheHit CacheManager::LookupKeys(RequestId id, std::uint32_t num_tokens,
+                                  const KeySource& keys,
+                                  CacheRead cache_read) const {
+  return impl_->core.LookupKeys(id, num_tokens, keys, cache_read);
+}
 std::optional<NewBlocks> CacheManager::Allocate(const Request& request,
                                                 const AllocationRequest& args) {
   return impl_->core.Allocate(request, args);

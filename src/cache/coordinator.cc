@@ -30,7 +30,7 @@ void Coordinator::Blame(const SpecGroup& limiter, bool rewound,
   }
 }
 
-CacheHit Coordinator::FindUnitary(std::span<const BlockHash> keys,
+CacheHit Coordinator::FindUnitary(KeyView keys,
                                   std::uint32_t max_length) const {
   const SpecGroup& group = geometry_.spec_groups[0];
   GroupHit hit = managers_[0]->FindLongestHit({.keys = keys,
@@ -61,7 +61,7 @@ std::uint32_t Coordinator::ProofLength(const SpecGroup& group,
       std::min<std::uint64_t>(proof, std::uint64_t{num_keys} * unit));
 }
 
-CacheHit Coordinator::FindLongestHit(std::span<const BlockHash> keys,
+CacheHit Coordinator::FindLongestHit(KeyView keys,
                                      std::uint32_t max_length) const {
   if (geometry_.spec_groups.empty()) {  // nothing is cached
     CacheHit none;

@@ -35,8 +35,7 @@ class Coordinator {
   // checkpoint or window (the caller tells evictions apart). The origin and
   // the key generation are the caller's. O(lookups of every group, times
   // the loop's iterations).
-  CacheHit FindLongestHit(std::span<const BlockHash> keys,
-                          std::uint32_t max_length) const;
+  CacheHit FindLongestHit(KeyView keys, std::uint32_t max_length) const;
 
  private:
   struct Limiter {
@@ -45,15 +44,14 @@ class Coordinator {
   };
   // One fixed-point computation's state.
   struct Pass {
-    std::span<const BlockHash> keys;
+    KeyView keys;
     std::vector<GroupHit> hits;   // per spec group, its latest answer
     std::vector<bool> looked_up;  // per spec group
     std::uint32_t longest = 0;
     std::optional<Limiter> limiter = std::nullopt;
   };
 
-  CacheHit FindUnitary(std::span<const BlockHash> keys,
-                       std::uint32_t max_length) const;
+  CacheHit FindUnitary(KeyView keys, std::uint32_t max_length) const;
   // Spec group i's answer at `current`.
   std::uint32_t Ask(std::size_t i, std::uint32_t current, Pass& pass) const;
   // The hit's blocks per group (full attention cut to the hit) and why it

@@ -253,9 +253,9 @@ BlockId BlockPool::CacheChained(BlockId id, const PrefixKey& key,
   return first;
 }
 
-void BlockPool::FindCachedRun(std::span<const BlockHash> keys,
-                              std::size_t stride, std::size_t count,
-                              GroupId group, std::vector<BlockId>& out) const {
+void BlockPool::FindCachedRun(KeyView keys, std::size_t stride,
+                              std::size_t count, GroupId group,
+                              std::vector<BlockId>& out) const {
   const auto key = [&](std::size_t j) -> const BlockHash& {
     return keys[(j + 1) * stride - 1];
   };
@@ -300,8 +300,9 @@ void BlockPool::FindCachedRun(std::span<const BlockHash> keys,
     const std::size_t n = std::min(kChunk, missing - done);
     const std::size_t at = out.size();
     out.insert(out.end(), n, kNullBlock);
-    const std::size_t walked = index_.FindRun(
-        keys.subspan(done * stride), stride, n, group, out.data() + at);
+    const std::size_t walked =
+        index_.FindRun(keys.Range(done * stride, n * stride), stride, n, group,
+                       out.data() + at);
     out.resize(at + walked);
     if (walked < n) return;
     done += n;

@@ -46,6 +46,7 @@
 #include "core/event_log.h"
 #include "core/evicted_keys.h"
 #include "core/free_block_queue.h"
+#include "core/key_view.h"
 #include "core/prefix_index.h"
 
 namespace hkv::internal {
@@ -168,9 +169,8 @@ class BlockPool {
   // REQUIRES: keys.size() >= count * stride; the keys are chained (each
   // determines the ones before it, as chained digests do): a cached key
   // stands for its whole prefix.
-  void FindCachedRun(std::span<const BlockHash> keys, std::size_t stride,
-                     std::size_t count, GroupId group,
-                     std::vector<BlockId>& out) const;
+  void FindCachedRun(KeyView keys, std::size_t stride, std::size_t count,
+                     GroupId group, std::vector<BlockId>& out) const;
 
   // Pops `n` blocks from the front of `pool`'s free queue into `out`,
   // evicting their keys; each gets ref count 1. REQUIRES: n <=

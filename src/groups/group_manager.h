@@ -61,7 +61,7 @@ struct GroupGeometry {
 // One lookup of a group kind over the groups that share its spec: a block
 // position counts only when every member group has it cached.
 struct HitQuery {
-  std::span<const BlockHash> keys;          // the request's unit keys
+  KeyView keys;                             // the request's unit keys
   std::uint32_t max_length = 0;             // the hit is at most this
   DraftRewind rewind = DraftRewind::kNone;  // drop the last unit (block)
   std::span<const GroupId> members;         // at least one
@@ -222,8 +222,7 @@ class GroupManager {
                          std::uint32_t num_tokens,
                          std::span<const std::uint32_t> replay);
   // The key of the prefix ending at block `index`'s end.
-  const BlockHash& BlockKey(std::span<const BlockHash> keys,
-                            std::uint32_t index) const {
+  const BlockHash& BlockKey(KeyView keys, std::uint32_t index) const {
     return keys[(index + 1) * (geometry_.block_size / cache_.hash_unit) - 1];
   }
   // Key of the prefix ending at block `index`'s end.

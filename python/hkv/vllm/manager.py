@@ -33,14 +33,17 @@ class _Tracked:
     """What the manager knows of one request: the engine's object, the
     hkv request keyed from it, its last lookup, whether it holds blocks."""
 
-    __slots__ = ("request", "mirror", "num_tokens", "num_keys", "hit",
+    __slots__ = ("request", "id", "mirror", "num_tokens", "num_keys", "hit",
                  "hit_blocks", "holds", "quiet")
 
-    def __init__(self, request, mirror, num_keys):
+    def __init__(self, request, id):
         self.request = request
-        self.mirror = mirror
-        self.num_tokens = mirror.num_tokens  # the mirror's, kept here
-        self.num_keys = num_keys
+        self.id = id  # the mirror's, once built
+        # Built when the request is first allocated: a lookup before reads
+        # the engine's block hashes only as far as it probes them.
+        self.mirror = None
+        self.num_tokens = 0  # the mirror's, kept here
+        self.num_keys = 0
         self.hit = None
         self.hit_blocks = None  # the KVCacheBlocks of the last lookup
         self.holds = False
@@ -159,12 +162,20 @@ class KVCacheManager:
         with caching off or ``skip_reading_prefix_cache``."""
         if not self.enable_caching or request.skip_reading_prefix_cache:
             return self.empty_kv_cache_blocks, 0
-        tracked = self._track(request)
+        tracked = self._entry(request)
         if tracked.holds:
             raise _hkv.UsageError(
                 f"get_computed_blocks for request {request.request_id!r}, "
                 "which holds blocks: only a new or preempted request looks up")
-        hit = self.cache.lookup(tracked.mirror)
+        if tracked.mirror is None:
+            # Its keys read as the lookup probes them (a warm 128k-token
+            # prompt: a few hundred of 8,192).
+            count = request.num_tokens // self.hash_block_size
+            hit = self.cache.lookup_keys(tracked.id, request.num_tokens,
+                                         self._keys(request, count), count)
+        else:
+            self._sync(tracked)
+            hit = self.cache.lookup(tracked.mirror)
         tracked.hit = hit
         if self.log_stats:
             self.prefix_cache_stats.record(
@@ -248,7 +259,7 @@ class KVCacheManager:
         findable until evicted), and forgets it."""
         tracked = self._tracked.pop(request.request_id, None)
         if tracked is not None and tracked.holds:
-            self.cache.free(tracked.mirror.id)
+            self.cache.free(tracked.id)
             self.drain_events()
 
     def remove_skipped_blocks(self, request_id, total_computed_tokens):
@@ -259,7 +270,7 @@ class KVCacheManager:
         tracked = self._tracked.get(request_id)
         if tracked is not None and tracked.holds:
             self.cache.remove_skipped_blocks(
-                tracked.mirror.id,
+                tracked.id,
                 whole("total_computed_tokens", total_computed_tokens))
 
     def evict_blocks(self, block_ids):
@@ -289,7 +300,7 @@ class KVCacheManager:
         if tracked is None or not tracked.holds:
             raise _hkv.UsageError(
                 f"request {running_request_id!r} holds no blocks")
-        rid = tracked.mirror.id
+        rid = tracked.id
         return [self.cache.num_common_prefix_blocks(rid, g)
                 for g in range(self.num_kv_cache_groups)]
 
@@ -319,7 +330,7 @@ class KVCacheManager:
         tracked = self._tracked.get(request_id)
         if tracked is None or not tracked.holds:
             return self.empty_kv_cache_blocks
-        return self._blocks(self.cache.block_tables(tracked.mirror.id))
+        return self._blocks(self.cache.block_tables(tracked.id))
 
     def holding_request_ids(self):
         """The ids of the requests that hold blocks, in admission order."""
@@ -426,18 +437,29 @@ class KVCacheManager:
                 f"{num_tokens} tokens")
         return hit
 
-    def _track(self, request, sync=True):
-        """The _Tracked for ``request``, keyed up to its current tokens
-        (a new one always; one already tracked with ``sync``). Raises
-        hkv.UsageError for another live request with its id."""
+    def _entry(self, request):
+        """The _Tracked for ``request``, a new one (its mirror not built)
+        if it has none. Raises hkv.UsageError for another live request with
+        its id."""
         tracked = self._tracked.get(request.request_id)
         if tracked is None:
-            tracked = self._start(request)
+            tracked = _Tracked(request, self._next_id)
+            self._next_id += 1
             self._tracked[request.request_id] = tracked
         elif tracked.request is not request:
             raise _hkv.UsageError(
                 f"request id {request.request_id!r} is in use by another "
                 "request, which holds blocks or was looked up and not freed")
+        return tracked
+
+    def _track(self, request, sync=True):
+        """The _Tracked for ``request`` with its mirror built, keyed up to
+        its current tokens (a new mirror always; one built before with
+        ``sync``). Raises hkv.UsageError for another live request with its
+        id."""
+        tracked = self._entry(request)
+        if tracked.mirror is None:
+            self._build(tracked)
         elif sync:
             self._sync(tracked)
         return tracked
@@ -457,24 +479,24 @@ class KVCacheManager:
             self.block_pool.digest_size = len(hashes[0])
         return hashes
 
-    def _start(self, request):
-        """A new _Tracked keyed from the request's prompt, then its
-        outputs."""
+    def _build(self, tracked):
+        """Builds the mirror of ``tracked``'s request: keyed from its
+        prompt, then its outputs."""
+        request = tracked.request
         unit = self.hash_block_size
         prompt = request.num_prompt_tokens
         keys = self._keys(request, request.num_tokens // unit)
         if len(keys) != prompt // unit:  # else no copy (8,192 keys at 128k)
             keys = keys[:prompt // unit]
         lora = request.lora_request
-        mirror = _hkv.Request.with_caller_keys(
-            self._next_id, prompt, keys, self._scheme,
+        tracked.mirror = _hkv.Request.with_caller_keys(
+            tracked.id, prompt, keys, self._scheme,
             _hkv.CacheRead.SKIPPED if request.skip_reading_prefix_cache
             else _hkv.CacheRead.ALLOWED,
             None if lora is None else lora.lora_int_id)
-        self._next_id += 1
-        tracked = _Tracked(request, mirror, prompt // unit)
+        tracked.num_tokens = prompt
+        tracked.num_keys = prompt // unit
         self._sync(tracked)
-        return tracked
 
     def _sync(self, tracked):
         """Appends the request's tokens hkv has not seen, with their keys."""
