@@ -98,6 +98,7 @@ void CacheCore::CheckHit(const Request& request, const CacheHit& hit) const {
   for (std::size_t g = 0; g < hit.blocks.size(); ++g) {
     const std::uint32_t pool =
         geometry(GroupId{static_cast<std::uint32_t>(g)}).pool;
+    if (pool_.AllKeyedIn(hit.blocks[g], pool)) continue;
     for (BlockId block : hit.blocks[g]) {
       HKV_REQUIRE(block == kNullBlock || (pool_.primary_num_tokens(block) > 0 &&
                                           pool_.PoolOf(block) == pool),

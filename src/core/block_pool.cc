@@ -181,36 +181,163 @@ void BlockPool::Allocate(std::uint32_t n, std::vector<BlockId>& out,
   for (std::uint32_t i = 0; i < n; ++i) out.push_back(AllocateOne(pool));
 }
 
-void BlockPool::Free(std::span<const BlockId> ordered) {
-  for (BlockId id : ordered) {
-    HKV_REQUIRE(id == kNullBlock || blocks_[ToIndex(id)].ref_count > 0,
-                "freeing a block that holds no reference");
+namespace {
+
+// Calls f(id) for each of `blocks` in `walk`'s order.
+template <typename F>
+void ForEach(std::span<const BlockId> blocks, BlockPool::Walk walk, F&& f) {
+  if (walk == BlockPool::Walk::kFirstToLast) {
+    for (BlockId id : blocks) f(id);
+  } else {
+    for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) f(*it);
   }
-  // Uncached blocks go to the front in list order; cached ones age at the back
-  // (appended in a batch where there is one pool).
+}
+
+}  // namespace
+
+void BlockPool::Free(std::span<const BlockId> blocks, Walk walk) {
+  // Callers free blocks they hold: a violation is the cache's own bug.
+  HKV_DCHECK(std::all_of(blocks.begin(), blocks.end(), [&](BlockId id) {
+    return id == kNullBlock || blocks_[ToIndex(id)].ref_count > 0;
+  }));
   free_scratch_.clear();
-  const bool one_list = free_queue_.num_lists() == 1;
-  FreeBlockQueue::Appender back =
-      one_list ? free_queue_.StartAppend() : FreeBlockQueue::Appender{};
-  for (BlockId id : ordered) {
-    if (id == kNullBlock) continue;
-    Block& b = blocks_[ToIndex(id)];
-    if (--b.ref_count > 0) continue;
-    if (rebalances()) freed_at_[ToIndex(id)] = ++num_freed_;
-    if (HasPrimary(ToIndex(id)) || free_order_ == FreeOrder::kAppendAll) {
-      if (one_list) {
-        free_queue_.Append(back, id);
-      } else {
-        free_queue_.PushBack(id);
-      }
-    } else {
-      free_scratch_.push_back(id);
-    }
+  if (free_queue_.num_lists() == 1 && !rebalances()) {
+    FreeToOneList(blocks, walk);
+  } else {
+    FreeEach(blocks, walk);
   }
-  if (one_list) free_queue_.FinishAppend(back);
+  // Uncached blocks go to the front in list order; cached ones age at the
+  // back.
   for (auto it = free_scratch_.rbegin(); it != free_scratch_.rend(); ++it) {
     free_queue_.PushFront(*it);
   }
+}
+
+void BlockPool::FreeEach(std::span<const BlockId> blocks, Walk walk) {
+  ForEach(blocks, walk, [&](BlockId id) {
+    if (id == kNullBlock) return;
+    Block& b = blocks_[ToIndex(id)];
+    if (--b.ref_count > 0) return;
+    if (rebalances()) freed_at_[ToIndex(id)] = ++num_freed_;
+    if (HasPrimary(ToIndex(id)) || free_order_ == FreeOrder::kAppendAll) {
+      free_queue_.PushBack(id);
+    } else {
+      free_scratch_.push_back(id);
+    }
+  });
+}
+
+void BlockPool::FreeToOneList(std::span<const BlockId> blocks, Walk walk) {
+  const bool append_all = free_order_ == FreeOrder::kAppendAll;
+  FreeBlockQueue::Appender back = free_queue_.StartAppend();
+  const auto release = [&](BlockId id) {
+    if (id == kNullBlock) return;
+    Block& b = blocks_[ToIndex(id)];
+    if (--b.ref_count > 0) return;
+    if (append_all || b.primary_num_tokens > 0) {
+      free_queue_.Append(back, id);
+    } else {
+      free_scratch_.push_back(id);
+    }
+  };
+  // Sixteen at a time where they run: consecutive ids, each block's last
+  // reference, each appended (in the queue's order, so the same queue). The
+  // chunks are taken in the walk's order; a chunk's run, read in that order,
+  // starts at `first`.
+  const bool forward = walk == Walk::kFirstToLast;
+  std::size_t done = 0;
+  while (done < blocks.size()) {
+    const std::size_t count = std::min(kRunWidth, blocks.size() - done);
+    const std::span<const BlockId> chunk =
+        forward ? blocks.subspan(done, count)
+                : blocks.subspan(blocks.size() - done - count, count);
+    const RunStep step =
+        count == kRunWidth
+            ? FindRun(chunk.data(), blocks_.data(), 1, !append_all)
+            : RunStep::kNone;
+    done += count;
+    if (step == RunStep::kNone) {
+      ForEach(chunk, walk, release);
+      continue;
+    }
+    SetReferences(
+        &blocks_[RunLowest(static_cast<std::uint32_t>(chunk[0]), step)], 0);
+    const bool descending = (step == RunStep::kDescending) == forward;
+    free_queue_.AppendRun<kRunWidth>(
+        back,
+        static_cast<std::uint32_t>(forward ? chunk.front() : chunk.back()),
+        descending);
+  }
+  free_queue_.FinishAppend(back);
+}
+
+namespace {
+
+// Calls run(lowest) for each chunk of kRunWidth ids that FindRun finds a
+// run in (with `ref_count`, `need_key`), one(id) for every other id.
+template <typename Run, typename One>
+void ForEachRun(std::span<const BlockId> ids, const BlockWords* blocks,
+                std::uint32_t ref_count, bool need_key, Run&& run, One&& one) {
+  for (std::size_t done = 0; done < ids.size();) {
+    const std::size_t count = std::min(kRunWidth, ids.size() - done);
+    const std::span<const BlockId> chunk = ids.subspan(done, count);
+    done += count;
+    const RunStep step =
+        count == kRunWidth ? FindRun(chunk.data(), blocks, ref_count, need_key)
+                           : RunStep::kNone;
+    if (step == RunStep::kNone ||
+        !run(RunLowest(static_cast<std::uint32_t>(chunk[0]), step))) {
+      for (BlockId id : chunk) one(id);
+    }
+  }
+}
+
+}  // namespace
+
+bool BlockPool::AllKeyedIn(std::span<const BlockId> ids,
+                           std::uint32_t pool) const {
+  bool keyed = true;
+  ForEachRun(
+      ids, blocks_.data(), kAnyRefCount, true,
+      [&](std::uint32_t lowest) {
+        // Pools are ranges of ids: a run's ends in one are all in it.
+        keyed &= PoolOf(BlockId{lowest}) == pool &&
+                 PoolOf(BlockId{lowest + static_cast<std::uint32_t>(
+                                             kRunWidth - 1)}) == pool;
+        return true;
+      },
+      [&](BlockId id) {
+        keyed &=
+            id == kNullBlock || (HasPrimary(ToIndex(id)) && PoolOf(id) == pool);
+      });
+  return keyed;
+}
+
+std::uint32_t BlockPool::NumUnreferenced(std::span<const BlockId> ids) const {
+  std::uint32_t count = 0;
+  ForEachRun(
+      ids, blocks_.data(), kAnyRefCount, false,
+      [&](std::uint32_t lowest) {
+        count += CountUnreferenced(&blocks_[lowest]);
+        return true;
+      },
+      [&](BlockId id) {
+        count += id != kNullBlock && blocks_[ToIndex(id)].ref_count == 0;
+      });
+  return count;
+}
+
+void BlockPool::TouchAll(std::span<const BlockId> blocks) {
+  // Runs of free blocks next to each other on their free list: one splice
+  // takes sixteen off.
+  ForEachRun(
+      blocks, blocks_.data(), 0, false,
+      [&](std::uint32_t lowest) {
+        if (!free_queue_.RemoveRun<kRunWidth>(lowest)) return false;
+        SetReferences(&blocks_[lowest], 1);
+        return true;
+      },
+      [&](BlockId id) { Touch(id); });
 }
 
 BlockId BlockPool::SetPrimary(BlockId id, const PrefixKey& key,

@@ -42,6 +42,7 @@
 #include <span>
 #include <vector>
 
+#include "core/block_runs.h"
 #include "core/chain_runs.h"
 #include "core/event_log.h"
 #include "core/evicted_keys.h"
@@ -189,10 +190,23 @@ class BlockPool {
     ++b.ref_count;
   }
 
-  // Drops one reference from each block, in order, onto its pool's free
-  // queue (spec §1.3; the FreeOrder says where blocks without a key go).
-  // REQUIRES: every non-null block has ref count > 0.
-  void Free(std::span<const BlockId> ordered);
+  // Whether every id is the null block or holds a key in `pool`'s range.
+  // REQUIRES: every id < num_blocks().
+  bool AllKeyedIn(std::span<const BlockId> ids, std::uint32_t pool) const;
+  // The ids, the null block aside, that hold no reference.
+  // REQUIRES: every id < num_blocks().
+  std::uint32_t NumUnreferenced(std::span<const BlockId> ids) const;
+
+  // Touch for each block, in order; runs of consecutive free ids that
+  // follow each other on their free list are taken off sixteen at a time.
+  void TouchAll(std::span<const BlockId> blocks);
+
+  // Drops one reference from each block, in order (`blocks` first to last,
+  // or last to first), onto its pool's free queue (spec §1.3; the FreeOrder
+  // says where blocks without a key go). Runs of consecutive ids are freed
+  // sixteen at a time. REQUIRES: every non-null block has ref count > 0.
+  enum class Walk { kFirstToLast, kLastToFirst };
+  void Free(std::span<const BlockId> blocks, Walk walk = Walk::kFirstToLast);
 
   // Registers `id` as the full block proving `num_tokens` tokens under `key`,
   // first dropping a shorter (partial) primary and its aliases.
@@ -269,12 +283,9 @@ class BlockPool {
   bool CheckInvariants() const;
 
  private:
-  struct Block {
-    std::uint32_t ref_count = 0;
-    // 0 <=> no key; else the tokens the primary key (the block's first key
-    // in the index) proves.
-    std::uint32_t primary_num_tokens = 0;
-  };
+  // primary_num_tokens: 0 <=> no key; else the tokens the primary key (the
+  // block's first key in the index) proves.
+  using Block = BlockWords;
 
   BlockPool(const std::vector<std::uint32_t>& range_ids, Caching caching,
             Events events, FreeOrder free_order,
@@ -291,6 +302,10 @@ class BlockPool {
   void RecordRemoval(const PrefixKey& key);
   // Takes a free block off its queue, evicting its keys.
   void TakeFree(BlockId id);
+  // Free's common case: one pool that does not rebalance.
+  void FreeToOneList(std::span<const BlockId> blocks, Walk walk);
+  // Free's other cases, one block at a time.
+  void FreeEach(std::span<const BlockId> blocks, Walk walk);
   bool ParkingConsistent() const;
   // Drops every key of `id`, calling on_key(key) for each, primary first.
   template <typename F>

@@ -7,12 +7,14 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "check.h"
+#include "core/block_runs.h"
 #include "hkv/types.h"
 
 namespace hkv::internal {
@@ -64,6 +66,32 @@ class FreeBlockQueue {
     --sizes_[ListOf(id)];
     --total_;
   }
+  // Removes ids lowest .. lowest + kLength - 1 when they follow each other
+  // on one list, either way, and returns true; else changes nothing and
+  // returns false. REQUIRES: the ids exist.
+  template <std::uint32_t kLength>
+  bool RemoveRun(std::uint32_t lowest) {
+    static_assert(kLength == kRunWidth, "FindLinkedRun's width");
+    Link* run = &links_[lowest];
+    // The same two words; FindLinkedRun reads them only through vector
+    // loads, which may alias anything.
+    static_assert(sizeof(Link) == sizeof(LinkWords) &&
+                  offsetof(Link, prev) == offsetof(LinkWords, prev) &&
+                  offsetof(Link, next) == offsetof(LinkWords, next));
+    const RunStep step =
+        FindLinkedRun(reinterpret_cast<const LinkWords*>(run), lowest);
+    if (step == RunStep::kNone) return false;
+    const bool up = step == RunStep::kAscending;
+    const std::uint32_t highest = lowest + kLength - 1;
+    const std::uint32_t before = up ? run[0].prev : links_[highest].prev;
+    const std::uint32_t after = up ? links_[highest].next : run[0].next;
+    links_[before].next = after;
+    links_[after].prev = before;
+    for (std::uint32_t k = 0; k < kLength; ++k) run[k] = Link{};
+    sizes_[ListOf(BlockId{lowest})] -= kLength;
+    total_ -= kLength;
+    return true;
+  }
   // Onto ListOf(id). REQUIRES: !Contains(id).
   void PushBack(BlockId id) {
     HKV_DCHECK(!Contains(id));
@@ -89,6 +117,28 @@ class FreeBlockQueue {
     links_[i].prev = batch.tail;
     batch.tail = i;
     ++batch.count;
+  }
+  // Append for each id of the run first, first + 1, ... (first - 1, ...
+  // when `descending`), kLength of them, in that order, linked in one pass.
+  // The run's last link forward is left for the next append or FinishAppend.
+  // REQUIRES: the ids exist.
+  template <std::uint32_t kLength>
+  void AppendRun(Appender& batch, std::uint32_t first, bool descending) {
+    static_assert(kLength >= 2);
+    links_[batch.tail].next = first;
+    // The run's links in the order of their ids, from `lowest`: each id's
+    // neighbours are the ids either side of it.
+    const std::uint32_t lowest = descending ? first - (kLength - 1) : first;
+    Link* run = &links_[lowest];
+    for (std::uint32_t k = 0; k < kLength; ++k) {
+      HKV_DCHECK(!Contains(BlockId{lowest + k}));
+      run[k] = descending
+                   ? Link{.prev = lowest + k + 1, .next = lowest + k - 1}
+                   : Link{.prev = lowest + k - 1, .next = lowest + k + 1};
+    }
+    links_[first].prev = batch.tail;
+    batch.tail = descending ? lowest : first + (kLength - 1);
+    batch.count += kLength;
   }
   void FinishAppend(const Appender& batch) {
     links_[batch.tail].next = Sentinel(0);

@@ -54,12 +54,8 @@ std::uint32_t GroupManager::EvictableHitBlocks(const AllocationDemand& demand,
                                                std::uint32_t held) const {
   const std::uint32_t skipped = SkippedBlocks(demand.num_computed);
   const std::span<const BlockId> hit = demand.hit;
-  std::uint32_t evictable = 0;
-  for (std::size_t i = skipped > held ? skipped - held : 0; i < hit.size();
-       ++i) {
-    evictable += hit[i] != kNullBlock && pool_.ref_count(hit[i]) == 0;
-  }
-  return evictable;
+  const std::size_t first = skipped > held ? skipped - held : 0;
+  return first < hit.size() ? pool_.NumUnreferenced(hit.subspan(first)) : 0;
 }
 
 bool GroupManager::AdoptsPartialHit(const AllocationDemand& demand) const {
@@ -76,7 +72,7 @@ void GroupManager::AdoptHit(GroupTable& table, const AllocationDemand& demand) {
   table.blocks.assign(skipped, kNullBlock);
   if (hit.size() > skipped) {
     table.blocks.insert(table.blocks.end(), hit.begin() + skipped, hit.end());
-    for (BlockId id : hit.subspan(skipped)) pool_.Touch(id);
+    pool_.TouchAll(hit.subspan(skipped));
   }
   table.num_committed_blocks = static_cast<std::uint32_t>(table.blocks.size());
   table.num_prompt_tokens = demand.num_prompt_tokens;
@@ -130,8 +126,7 @@ void GroupManager::RemoveSkippedBlocks(GroupTable& table,
 }
 
 void GroupManager::Free(GroupTable& table) {
-  std::reverse(table.blocks.begin(), table.blocks.end());
-  pool_.Free(table.blocks);
+  pool_.Free(table.blocks, BlockPool::Walk::kLastToFirst);
   table = GroupTable{};
 }
 
