@@ -285,10 +285,11 @@ def steps():
     import bench_scheduler_step as s
     out = {}
     engine = plugin.engine_manager_class()
+    probe = s.probe_seconds()
     for name in ("long", "decode"):
         w = s.workload(s.MODELS["hybrid"], name)
         for label, cls in (("engine", engine), ("hkv", hkv.vllm.KVCacheManager)):
-            samples, in_manager = s.run(w, cls, [0.0])
+            samples, in_manager = s.run(w, cls, probe)
             out[(name, label)] = (median_us(samples), median_us(in_manager))
     return out
 

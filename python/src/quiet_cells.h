@@ -1,6 +1,7 @@
-// hkv.vllm's decode fast path (python/hkv/vllm/manager.py, _quiet): the
-// token counts across which no group's allocation, release or caching
-// changes, and the record of them an allocation leaves for the next one.
+// hkv.vllm's decode fast path (the quiet path at the top of allocate_slots
+// in python/hkv/vllm/manager.py): the token counts across which no group's
+// allocation, release or caching changes, and the record of them an
+// allocation leaves for the next one.
 // In C++ because a quarter of a hybrid model's decode allocations cross a
 // boundary, and the record's Python cost was a fifth of such a call.
 #pragma once

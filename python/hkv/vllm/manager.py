@@ -7,10 +7,11 @@ The engine keys its requests (``request.block_hashes``, one digest per
 sees a token id. Each call is one C++ call plus the conversion of its
 result into the engine's classes (hkv.vllm.engine), but for a decode step
 that crosses no block boundary of any group: allocate_slots then knows
-nothing would change and returns at once (_quiet). Defaults are the
-engine's: its free order (every freed block appended to the free queue),
-its hit rules (no partial-block hits), its statistics (one record per
-lookup). docs/python.md lists what hkv does differently and the opt-ins.
+nothing would change and returns at once (the quiet path at its top).
+Defaults are the engine's: its free order (every freed block appended to
+the free queue), its hit rules (no partial-block hits), its statistics
+(one record per lookup). docs/python.md lists what hkv does differently
+and the opt-ins.
 
 Not thread-safe: one scheduler thread drives a manager.
 """
@@ -209,15 +210,35 @@ class KVCacheManager:
                 f"num_encoder_tokens must be 0 (hkv has no cross-attention "
                 f"groups), got {num_encoder_tokens!r}")
         tracked = self._tracked.get(request.request_id)
-        if (tracked is not None and tracked.quiet is not None
-                and tracked.request is request
+        # A running request's allocation with no hit and no connector
+        # tokens changes nothing while its computed, main and cached token
+        # counts stay in the ranges of its quiet record (QuietCells.record:
+        # then no group allocates, releases or caches a block) and nothing
+        # else touched its tables since; its new tokens' keys wait for the
+        # next call that needs them. Inline: most decode calls end here.
+        quiet = None if tracked is None else tracked.quiet
+        if (quiet is not None and tracked.request is request
                 and new_computed_blocks is None
                 and not (num_new_computed_tokens
                          or num_external_computed_tokens
-                         or full_sequence_must_fit)
-                and self._quiet(tracked.quiet, request, num_new_tokens,
-                                num_lookahead_tokens, delay_cache_blocks)):
-            return self.empty_kv_cache_blocks
+                         or full_sequence_must_fit)):
+            (epoch, lookahead, no_commit, computed_lo, computed_hi, main_lo,
+             main_hi, commit_lo, commit_hi) = quiet
+            if (epoch == self._epoch and lookahead == num_lookahead_tokens
+                    and no_commit == (delay_cache_blocks
+                                      or not self.enable_caching)):
+                total = request.num_computed_tokens
+                if total > self.max_model_len:
+                    total = self.max_model_len
+                main = total + num_new_tokens
+                if (computed_lo <= total <= computed_hi
+                        and main_lo <= main <= main_hi):
+                    if no_commit:
+                        return self.empty_kv_cache_blocks
+                    num_tokens = request.num_tokens
+                    if commit_lo <= (main if main < num_tokens
+                                     else num_tokens) <= commit_hi:
+                        return self.empty_kv_cache_blocks
         tracked = self._track(request, sync=False)
         hit = (None if new_computed_blocks is None
                and not num_new_computed_tokens
@@ -375,33 +396,6 @@ class KVCacheManager:
         self.cache.finish_step()
 
     # Helpers --------------------------------------------------------------
-
-    def _quiet(self, quiet, request, num_new_tokens, num_lookahead_tokens,
-               delay_cache_blocks):
-        """Whether an allocation for a running request, with no hit and
-        no connector tokens, would change nothing since its last one: its
-        computed, main and cached token counts stay in the ranges of its
-        ``quiet`` (QuietCells.record; then no group allocates, releases or
-        caches a block) and nothing else touched its tables in between.
-        Its new tokens' keys wait for the next call that needs them."""
-        (epoch, lookahead, no_commit, computed_lo, computed_hi, main_lo,
-         main_hi, commit_lo, commit_hi) = quiet
-        if (epoch != self._epoch or lookahead != num_lookahead_tokens
-                or no_commit != (delay_cache_blocks
-                                 or not self.enable_caching)):
-            return False
-        total = request.num_computed_tokens
-        if total > self.max_model_len:
-            total = self.max_model_len
-        main = total + num_new_tokens
-        if not (computed_lo <= total <= computed_hi
-                and main_lo <= main <= main_hi):
-            return False
-        if no_commit:
-            return True
-        num_tokens = request.num_tokens
-        return commit_lo <= (main if main < num_tokens
-                             else num_tokens) <= commit_hi
 
     def _blocks(self, tables):
         """KVCacheBlocks over per-group id lists (their block views built
