@@ -50,10 +50,7 @@ QuietCells::QuietCells(const std::vector<GroupSpec>& groups,
       add(group.chunk_size, 0);
       add(group.chunk_size, 1);
     } else if (group.kind == GroupKind::kRecurrent) {
-      const std::int64_t s = group.speculative_blocks;
-      add(b, s);
-      add(b, s + 1);
-      add(b, s + 2);
+      add(b, group.speculative_blocks + 1);
     }
   }
   for (const auto& [period, found] : offsets) {

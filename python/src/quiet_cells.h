@@ -22,8 +22,10 @@ class QuietCells {
   // them. A group's allocations, releases and caching change only where a
   // token count crosses an offset plus a multiple of a period: its blocks
   // and their ceilings (offsets 0 and 1); a window's start; a chunk's; a
-  // state released behind speculative blocks. UsageError for sizes that do
-  // not match the groups or a period below 1.
+  // recurrent state's release, one token past a block once the speculative
+  // blocks' count is taken off the computed tokens (the engine's
+  // MambaManager.remove_skipped_blocks: offset s + 1). UsageError for sizes
+  // that do not match the groups or a period below 1.
   QuietCells(const std::vector<GroupSpec>& groups,
              const std::vector<std::int64_t>& block_sizes,
              std::int64_t max_model_len);

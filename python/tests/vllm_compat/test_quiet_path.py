@@ -1,0 +1,53 @@
+"""hkv.vllm's quiet decode path (an allocation that returns at once, its
+counts inside the cells of the record the last one left) against the full
+path: on seeded random workloads (differential.py's model shapes, drafts,
+resets and pool sizes), every quiet return is followed by the same call
+made in full, which must then change nothing: no new block, every group's
+table, the free queue and the cached entries as they were."""
+import os
+
+from . import differential
+
+import hkv.vllm
+
+NUM_WORKLOADS = int(os.environ.get("HKV_VLLM_QUIET_WORKLOADS", "500"))
+
+
+def snapshot(manager, tracked):
+    cache = manager.cache
+    return ([cache.block_table(tracked.id, g)
+             for g in range(manager.num_kv_cache_groups)],
+            cache.free_queue(), cache.cached_blocks_per_group(),
+            cache.num_cached_entries)
+
+
+class Checked(hkv.vllm.KVCacheManager):
+    """Makes each quiet call again in full and checks it changes nothing."""
+    quiet_calls = 0
+
+    def allocate_slots(self, request, *args, **kwargs):
+        tracked = self._tracked.get(request.request_id)
+        record = None if tracked is None else tracked.quiet
+        result = super().allocate_slots(request, *args, **kwargs)
+        if (record is None or tracked.quiet is not record
+                or result is not self.empty_kv_cache_blocks):
+            return result  # not the quiet path
+        Checked.quiet_calls += 1
+        before = snapshot(self, tracked)
+        tracked.quiet = None
+        full = super().allocate_slots(request, *args, **kwargs)
+        assert full is not None and not any(full.get_block_ids()), (
+            request.request_id, request.num_computed_tokens, args, kwargs,
+            full.get_block_ids())
+        assert snapshot(self, tracked) == before, (
+            request.request_id, request.num_computed_tokens, args, kwargs)
+        return result
+
+
+def test_a_quiet_allocation_is_one_that_changes_nothing():
+    Checked.quiet_calls = 0
+    for seed in range(NUM_WORKLOADS):
+        w = differential.workload(seed)
+        differential.serve(w, differential.make_scheduler(w, Checked), seed)
+    # Less than this and the workloads no longer decode long enough.
+    assert Checked.quiet_calls > NUM_WORKLOADS * 20, Checked.quiet_calls
