@@ -43,9 +43,7 @@ QuietCells::QuietCells(const std::vector<GroupSpec>& groups,
     add(b, 0);
     add(b, 1);
     if (group.kind == GroupKind::kSlidingWindow) {
-      const std::int64_t w = group.sliding_window;
-      add(b, w - 1);
-      add(b, w);
+      add(b, group.sliding_window - 1);
     } else if (group.kind == GroupKind::kChunkedLocal) {
       add(group.chunk_size, 0);
       add(group.chunk_size, 1);

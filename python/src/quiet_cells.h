@@ -21,11 +21,12 @@ class QuietCells {
   // `block_sizes`: each group's tokens per block, as the manager counts
   // them. A group's allocations, releases and caching change only where a
   // token count crosses an offset plus a multiple of a period: its blocks
-  // and their ceilings (offsets 0 and 1); a window's start; a chunk's; a
-  // recurrent state's release, one token past a block once the speculative
-  // blocks' count is taken off the computed tokens (the engine's
-  // MambaManager.remove_skipped_blocks: offset s + 1). UsageError for sizes
-  // that do not match the groups or a period below 1.
+  // and their ceilings (offsets 0 and 1); where a window's start passes a
+  // block (the engine skips computed - window + 1 tokens: offset window -
+  // 1); a chunk's start; a recurrent state's release, one token past a
+  // block once the speculative blocks' count is taken off the computed
+  // tokens (the engine's MambaManager.remove_skipped_blocks: offset s + 1).
+  // UsageError for sizes that do not match the groups or a period below 1.
   QuietCells(const std::vector<GroupSpec>& groups,
              const std::vector<std::int64_t>& block_sizes,
              std::int64_t max_model_len);

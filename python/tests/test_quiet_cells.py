@@ -29,8 +29,7 @@ def boundaries(groups):
         b = g.block_size
         found |= {(b, 0), (b, 1)}
         if g.kind == K.SLIDING_WINDOW:
-            w = g.sliding_window
-            found |= {(b, (w - 1) % b), (b, w % b)}
+            found.add((b, (g.sliding_window - 1) % b))
         elif g.kind == K.CHUNKED_LOCAL:
             found |= {(g.chunk_size, 0), (g.chunk_size, 1)}
         elif g.kind == K.RECURRENT:

@@ -68,6 +68,7 @@ class Workload:
     resets: dict
     steps: int
     max_model_len: int = 2048
+    sliding_window: int | None = None  # None: 2 * block_size + 1
 
 
 def workload(seed):
@@ -130,7 +131,7 @@ def workload(seed):
                 for _ in range(rng.choice([0, 0, 1, 3]))}, steps=400)
 
 
-def _spec(kind, b, num_spec_tokens):
+def _spec(kind, b, num_spec_tokens, sliding_window=None):
     common = dict(block_size=b, num_kv_heads=1, head_size=1,
                   dtype=torch.float32)
     if kind == "full":
@@ -138,7 +139,8 @@ def _spec(kind, b, num_spec_tokens):
     if kind == "mla":
         return MLAAttentionSpec(**common)
     if kind == "swa":
-        return SlidingWindowSpec(**common, sliding_window=2 * b + 1)
+        return SlidingWindowSpec(**common,
+                                 sliding_window=sliding_window or 2 * b + 1)
     if kind == "chunked":
         return ChunkedLocalAttentionSpec(**common, attention_chunk_size=4 * b)
     mode = "align" if kind == "mamba_align" else "none"
@@ -180,7 +182,8 @@ def make_scheduler(w, manager_class=None):
         num_blocks=w.num_blocks, kv_cache_tensors=[],
         kv_cache_groups=[
             KVCacheGroupSpec([f"layer{i}"],
-                             _spec(kind, w.block_size, w.num_spec_tokens),
+                             _spec(kind, w.block_size, w.num_spec_tokens,
+                                   w.sliding_window),
                              is_eagle_group=eagle)
             for i, (kind, eagle) in enumerate(zip(w.kinds, w.eagle_groups))])
     cache_config.num_gpu_blocks = w.num_blocks
