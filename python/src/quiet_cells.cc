@@ -46,7 +46,6 @@ QuietCells::QuietCells(const std::vector<GroupSpec>& groups,
       add(b, group.sliding_window - 1);
     } else if (group.kind == GroupKind::kChunkedLocal) {
       add(group.chunk_size, 0);
-      add(group.chunk_size, 1);
     } else if (group.kind == GroupKind::kRecurrent) {
       add(b, group.speculative_blocks + 1);
     }

@@ -23,7 +23,8 @@ class QuietCells {
   // token count crosses an offset plus a multiple of a period: its blocks
   // and their ceilings (offsets 0 and 1); where a window's start passes a
   // block (the engine skips computed - window + 1 tokens: offset window -
-  // 1); a chunk's start; a recurrent state's release, one token past a
+  // 1); a chunk's start (the engine skips the chunks computed in whole:
+  // offset 0 of each chunk); a recurrent state's release, one token past a
   // block once the speculative blocks' count is taken off the computed
   // tokens (the engine's MambaManager.remove_skipped_blocks: offset s + 1).
   // UsageError for sizes that do not match the groups or a period below 1.

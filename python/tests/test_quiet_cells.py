@@ -31,7 +31,7 @@ def boundaries(groups):
         if g.kind == K.SLIDING_WINDOW:
             found.add((b, (g.sliding_window - 1) % b))
         elif g.kind == K.CHUNKED_LOCAL:
-            found |= {(g.chunk_size, 0), (g.chunk_size, 1)}
+            found.add((g.chunk_size, 0))
         elif g.kind == K.RECURRENT:
             found.add((b, (g.speculative_blocks + 1) % b))
     return found

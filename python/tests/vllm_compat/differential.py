@@ -69,6 +69,7 @@ class Workload:
     steps: int
     max_model_len: int = 2048
     sliding_window: int | None = None  # None: 2 * block_size + 1
+    attention_chunk_size: int | None = None  # None: 4 * block_size
 
 
 def workload(seed):
@@ -131,7 +132,8 @@ def workload(seed):
                 for _ in range(rng.choice([0, 0, 1, 3]))}, steps=400)
 
 
-def _spec(kind, b, num_spec_tokens, sliding_window=None):
+def _spec(kind, b, num_spec_tokens, sliding_window=None,
+          attention_chunk_size=None):
     common = dict(block_size=b, num_kv_heads=1, head_size=1,
                   dtype=torch.float32)
     if kind == "full":
@@ -142,7 +144,8 @@ def _spec(kind, b, num_spec_tokens, sliding_window=None):
         return SlidingWindowSpec(**common,
                                  sliding_window=sliding_window or 2 * b + 1)
     if kind == "chunked":
-        return ChunkedLocalAttentionSpec(**common, attention_chunk_size=4 * b)
+        return ChunkedLocalAttentionSpec(
+            **common, attention_chunk_size=attention_chunk_size or 4 * b)
     mode = "align" if kind == "mamba_align" else "none"
     # The engine's model config gives recurrent layers a state block per
     # draft token.
@@ -183,7 +186,7 @@ def make_scheduler(w, manager_class=None):
         kv_cache_groups=[
             KVCacheGroupSpec([f"layer{i}"],
                              _spec(kind, w.block_size, w.num_spec_tokens,
-                                   w.sliding_window),
+                                   w.sliding_window, w.attention_chunk_size),
                              is_eagle_group=eagle)
             for i, (kind, eagle) in enumerate(zip(w.kinds, w.eagle_groups))])
     cache_config.num_gpu_blocks = w.num_blocks
