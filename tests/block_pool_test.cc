@@ -6,20 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
+
+#include "key_number.h"
 
 namespace hkv::internal {
 namespace {
 
-PrefixKey KeyNumber(std::uint64_t n) {
-  PrefixKey key;
-  // Spread like a digest's first word, so that homes are uniform.
-  const std::uint64_t word = n * 0x9e3779b97f4a7c15ull;
-  std::memcpy(key.hash.bytes.data(), &word, sizeof word);
-  std::memcpy(key.hash.bytes.data() + 8, &n, sizeof n);
-  return key;
-}
+using testing::KeyNumber;
 
 // Allocates every free block, keys each under a new key, frees them all:
 // the second round onwards evicts every key of the round before.

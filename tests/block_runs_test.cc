@@ -10,11 +10,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <deque>
 #include <vector>
 
 #include "core/block_pool.h"
+#include "key_number.h"
 
 namespace hkv::internal {
 namespace {
@@ -137,13 +137,7 @@ TEST(BlockRunsTest, FindsIdsThatFollowEachOtherOnAList) {
   EXPECT_EQ(FindLinkedRun(&Ascending()[10], 11), RunStep::kNone);
 }
 
-PrefixKey KeyNumber(std::uint64_t n) {
-  PrefixKey key;
-  const std::uint64_t word = n * 0x9e3779b97f4a7c15ull;
-  std::memcpy(key.hash.bytes.data(), &word, sizeof word);
-  std::memcpy(key.hash.bytes.data() + 8, &n, sizeof n);
-  return key;
-}
+using testing::KeyNumber;
 
 // The pool as the spec states it, one block at a time: reference counts,
 // which blocks carry a key, and the free queue.
@@ -220,6 +214,15 @@ RC_GTEST_PROP(BlockRunsTest, FreeAndAdoptMatchOneBlockAtATime, ()) {
   std::vector<std::vector<BlockId>> held;  // tables, each a reference
   std::vector<std::vector<BlockId>> freed;
   std::uint64_t next_key = 0;
+  // Frees `table` in the pool and the model, first to last or last first.
+  const auto free_either_way = [&](const std::vector<BlockId>& table) {
+    const bool last_first = *rc::gen::arbitrary<bool>();
+    pool.Free(table, last_first ? BlockPool::Walk::kLastToFirst
+                                : BlockPool::Walk::kFirstToLast);
+    std::vector<BlockId> ordered = table;
+    if (last_first) std::reverse(ordered.begin(), ordered.end());
+    model.Free(ordered, order);
+  };
   const auto num_steps = *rc::gen::inRange(1, 60);
   for (int step = 0; step < num_steps; ++step) {
     // 4: a table allocated, keyed, freed and hit at once (the cycle of a
@@ -235,12 +238,7 @@ RC_GTEST_PROP(BlockRunsTest, FreeAndAdoptMatchOneBlockAtATime, ()) {
         pool.CacheFull(id, KeyNumber(next_key++), 16);
         model.keyed[ToIndex(id)] = true;
       }
-      const bool last_first = *rc::gen::arbitrary<bool>();
-      pool.Free(table, last_first ? BlockPool::Walk::kLastToFirst
-                                  : BlockPool::Walk::kFirstToLast);
-      std::vector<BlockId> ordered = table;
-      if (last_first) std::reverse(ordered.begin(), ordered.end());
-      model.Free(ordered, order);
+      free_either_way(table);
       table.resize(*rc::gen::inRange<std::size_t>(0, table.size() + 1));
       RC_ASSERT(pool.NumUnreferenced(table) == table.size());
       pool.TouchAll(table);
@@ -297,12 +295,7 @@ RC_GTEST_PROP(BlockRunsTest, FreeAndAdoptMatchOneBlockAtATime, ()) {
       const std::vector<BlockId> table = std::move(held[i]);
       held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
       freed.push_back(table);
-      const bool last_first = *rc::gen::arbitrary<bool>();
-      pool.Free(table, last_first ? BlockPool::Walk::kLastToFirst
-                                  : BlockPool::Walk::kFirstToLast);
-      std::vector<BlockId> ordered = table;
-      if (last_first) std::reverse(ordered.begin(), ordered.end());
-      model.Free(ordered, order);
+      free_either_way(table);
     }
     RC_ASSERT(pool.FreeQueueSnapshot() ==
               std::vector<BlockId>(model.queue.begin(), model.queue.end()));

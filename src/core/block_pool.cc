@@ -193,6 +193,33 @@ void ForEach(std::span<const BlockId> blocks, BlockPool::Walk walk, F&& f) {
   }
 }
 
+// Takes `ids` kRunWidth at a time in `walk`'s order (the last chunk may be
+// shorter) and calls run(chunk, step) for each chunk FindRun finds a run in
+// (with `ref_count`, `need_key`); for a chunk with none, or whose run
+// returns false, one(id) for each of its ids in `walk`'s order.
+template <typename Run, typename One>
+void ForEachRun(std::span<const BlockId> ids, BlockPool::Walk walk,
+                const BlockWords* blocks, std::uint32_t ref_count,
+                bool need_key, Run&& run, One&& one) {
+  const bool forward = walk == BlockPool::Walk::kFirstToLast;
+  for (std::size_t done = 0; done < ids.size();) {
+    const std::size_t count = std::min(kRunWidth, ids.size() - done);
+    const std::span<const BlockId> chunk =
+        forward ? ids.subspan(done, count)
+                : ids.subspan(ids.size() - done - count, count);
+    done += count;
+    const RunStep step =
+        count == kRunWidth ? FindRun(chunk.data(), blocks, ref_count, need_key)
+                           : RunStep::kNone;
+    if (step == RunStep::kNone || !run(chunk, step)) ForEach(chunk, walk, one);
+  }
+}
+
+// The lowest id of a chunk FindRun found to run by `step`.
+std::uint32_t LowestOf(std::span<const BlockId> chunk, RunStep step) {
+  return RunLowest(static_cast<std::uint32_t>(chunk[0]), step);
+}
+
 }  // namespace
 
 void BlockPool::Free(std::span<const BlockId> blocks, Walk walk) {
@@ -241,66 +268,31 @@ void BlockPool::FreeToOneList(std::span<const BlockId> blocks, Walk walk) {
     }
   };
   // Sixteen at a time where they run: consecutive ids, each block's last
-  // reference, each appended (in the queue's order, so the same queue). The
-  // chunks are taken in the walk's order; a chunk's run, read in that order,
-  // starts at `first`.
+  // reference, each appended (in the queue's order, so the same queue). A
+  // chunk's ids, read in the walk's order, start at its first or its last.
   const bool forward = walk == Walk::kFirstToLast;
-  std::size_t done = 0;
-  while (done < blocks.size()) {
-    const std::size_t count = std::min(kRunWidth, blocks.size() - done);
-    const std::span<const BlockId> chunk =
-        forward ? blocks.subspan(done, count)
-                : blocks.subspan(blocks.size() - done - count, count);
-    const RunStep step =
-        count == kRunWidth
-            ? FindRun(chunk.data(), blocks_.data(), 1, !append_all)
-            : RunStep::kNone;
-    done += count;
-    if (step == RunStep::kNone) {
-      ForEach(chunk, walk, release);
-      continue;
-    }
-    SetReferences(
-        &blocks_[RunLowest(static_cast<std::uint32_t>(chunk[0]), step)], 0);
-    const bool descending = (step == RunStep::kDescending) == forward;
-    free_queue_.AppendRun<kRunWidth>(
-        back,
-        static_cast<std::uint32_t>(forward ? chunk.front() : chunk.back()),
-        descending);
-  }
+  ForEachRun(
+      blocks, walk, blocks_.data(), 1, !append_all,
+      [&](std::span<const BlockId> chunk, RunStep step) {
+        SetReferences(&blocks_[LowestOf(chunk, step)], 0);
+        free_queue_.AppendRun<kRunWidth>(
+            back,
+            static_cast<std::uint32_t>(forward ? chunk.front() : chunk.back()),
+            (step == RunStep::kDescending) == forward);
+        return true;
+      },
+      release);
   free_queue_.FinishAppend(back);
 }
-
-namespace {
-
-// Calls run(lowest) for each chunk of kRunWidth ids that FindRun finds a
-// run in (with `ref_count`, `need_key`), one(id) for every other id.
-template <typename Run, typename One>
-void ForEachRun(std::span<const BlockId> ids, const BlockWords* blocks,
-                std::uint32_t ref_count, bool need_key, Run&& run, One&& one) {
-  for (std::size_t done = 0; done < ids.size();) {
-    const std::size_t count = std::min(kRunWidth, ids.size() - done);
-    const std::span<const BlockId> chunk = ids.subspan(done, count);
-    done += count;
-    const RunStep step =
-        count == kRunWidth ? FindRun(chunk.data(), blocks, ref_count, need_key)
-                           : RunStep::kNone;
-    if (step == RunStep::kNone ||
-        !run(RunLowest(static_cast<std::uint32_t>(chunk[0]), step))) {
-      for (BlockId id : chunk) one(id);
-    }
-  }
-}
-
-}  // namespace
 
 bool BlockPool::AllKeyedIn(std::span<const BlockId> ids,
                            std::uint32_t pool) const {
   bool keyed = true;
   ForEachRun(
-      ids, blocks_.data(), kAnyRefCount, true,
-      [&](std::uint32_t lowest) {
+      ids, Walk::kFirstToLast, blocks_.data(), kAnyRefCount, true,
+      [&](std::span<const BlockId> chunk, RunStep step) {
         // Pools are ranges of ids: a run's ends in one are all in it.
+        const std::uint32_t lowest = LowestOf(chunk, step);
         keyed &= PoolOf(BlockId{lowest}) == pool &&
                  PoolOf(BlockId{lowest + static_cast<std::uint32_t>(
                                              kRunWidth - 1)}) == pool;
@@ -316,9 +308,9 @@ bool BlockPool::AllKeyedIn(std::span<const BlockId> ids,
 std::uint32_t BlockPool::NumUnreferenced(std::span<const BlockId> ids) const {
   std::uint32_t count = 0;
   ForEachRun(
-      ids, blocks_.data(), kAnyRefCount, false,
-      [&](std::uint32_t lowest) {
-        count += CountUnreferenced(&blocks_[lowest]);
+      ids, Walk::kFirstToLast, blocks_.data(), kAnyRefCount, false,
+      [&](std::span<const BlockId> chunk, RunStep step) {
+        count += CountUnreferenced(&blocks_[LowestOf(chunk, step)]);
         return true;
       },
       [&](BlockId id) {
@@ -331,8 +323,9 @@ void BlockPool::TouchAll(std::span<const BlockId> blocks) {
   // Runs of free blocks next to each other on their free list: one splice
   // takes sixteen off.
   ForEachRun(
-      blocks, blocks_.data(), 0, false,
-      [&](std::uint32_t lowest) {
+      blocks, Walk::kFirstToLast, blocks_.data(), 0, false,
+      [&](std::span<const BlockId> chunk, RunStep step) {
+        const std::uint32_t lowest = LowestOf(chunk, step);
         if (!free_queue_.RemoveRun<kRunWidth>(lowest)) return false;
         SetReferences(&blocks_[lowest], 1);
         return true;
