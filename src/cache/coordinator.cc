@@ -72,7 +72,7 @@ CacheHit Coordinator::FindLongestHit(KeyView keys,
   const std::vector<SpecGroup>& groups = geometry_.spec_groups;
   Pass pass{.keys = keys,
             .hits = std::vector<GroupHit>(groups.size()),
-            .looked_up = std::vector<bool>(groups.size(), false)};
+            .asked = std::vector<std::optional<std::uint32_t>>(groups.size())};
   const bool one_pass =
       groups.size() == 2 && TraitsOf(groups[0].kind).reads_whole_prefix;
   std::uint32_t hit = max_length;
@@ -95,7 +95,7 @@ std::uint32_t Coordinator::Ask(std::size_t i, std::uint32_t current,
   const bool whole_prefix = TraitsOf(group.kind).reads_whole_prefix;
   GroupHit& hit = pass.hits[i];
   // A whole-prefix set is downward closed: one lookup serves every length.
-  if (whole_prefix && pass.looked_up[i]) {
+  if (whole_prefix && pass.asked[i]) {
     return std::min(current, hit.num_tokens);
   }
   // A rewinding group always answers from its rewound set: it proves one
@@ -103,13 +103,18 @@ std::uint32_t Coordinator::Ask(std::size_t i, std::uint32_t current,
   // (The reference asks a group plain once its rewind was "verified", which
   // answers from a different set and can lose a valid hit.)
   const bool rewind = group.rewind == DraftRewind::kEagle;
-  hit = manager.FindLongestHit(
-      {.keys = pass.keys,
-       .max_length =
-           rewind ? ProofLength(group, current, pass.keys.size()) : current,
-       .rewind = rewind ? DraftRewind::kEagle : DraftRewind::kNone,
-       .members = group.members});
-  pass.looked_up[i] = true;
+  const std::uint32_t length =
+      rewind ? ProofLength(group, current, pass.keys.size()) : current;
+  // Asked the same length again (the loop's last pass, once the groups
+  // agree): a lookup changes nothing, so the answer is the one it has.
+  if (pass.asked[i] != length) {
+    hit = manager.FindLongestHit(
+        {.keys = pass.keys,
+         .max_length = length,
+         .rewind = rewind ? DraftRewind::kEagle : DraftRewind::kNone,
+         .members = group.members});
+    pass.asked[i] = length;
+  }
   if (hit.num_tokens < current) {
     // The rewind alone lowered it: full attention's chain is its proof;
     // another group could resume at `current` before dropping.

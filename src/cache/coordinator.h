@@ -45,8 +45,9 @@ class Coordinator {
   // One fixed-point computation's state.
   struct Pass {
     KeyView keys;
-    std::vector<GroupHit> hits;   // per spec group, its latest answer
-    std::vector<bool> looked_up;  // per spec group
+    std::vector<GroupHit> hits;  // per spec group, its latest answer
+    // Per spec group, the length its latest answer was asked for.
+    std::vector<std::optional<std::uint32_t>> asked;
     std::uint32_t longest = 0;
     std::optional<Limiter> limiter = std::nullopt;
   };
