@@ -3,10 +3,14 @@
 // blocks, hash unit 256; with DCP 1 and 4 (full attention sharded, the
 // window replicated); in one shared pool, in per-group pools and in
 // rebalancing per-group pools. And the allocation path: a 128k-token
-// prefill in 8192-token chunks, committed and freed, in each pool layout.
+// prefill in 8192-token chunks, committed and freed, in each pool layout;
+// and one such chunk, evicting, in the shape of the scheduler-step bench's
+// long hybrid workload (block 16).
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -131,6 +135,70 @@ void BM_Lookup_HybridBlock256(benchmark::State& state) {
   TimeWarmLookups(state, *cache, tokens, bench::k128k);
 }
 BENCHMARK(BM_Lookup_HybridBlock256)->Unit(benchmark::kMicrosecond);
+
+// The shape of the scheduler-step bench's long hybrid workload
+// (bench_scheduler_step.py): full attention, a recurrent state in align mode
+// and a 4096-token window, all at block 16 and hash unit 16, the engine's
+// behaviour, 40,000 blocks; 131,072-token prompts prefilled in 8192-token
+// chunks, each chunk's Allocate + Commit timed (what hkv.vllm's
+// allocate_slots does in C++). Each prompt is new: once the pool is full,
+// every chunk evicts. Keying is not timed.
+void BM_PrefillChunk_HybridBlock16(benchmark::State& state) {
+  Result<CacheManager> cache = CacheManager::Create(
+      {.groups = {{.block_size = 16},
+                  {.kind = GroupKind::kRecurrent, .block_size = 16},
+                  {.kind = GroupKind::kSlidingWindow,
+                   .block_size = 16,
+                   .sliding_window = 4096}},
+       .num_blocks = 40000,
+       .keys = {.hash_unit = 16},
+       .behaviour = Behaviour::kEngine});
+  if (!cache) {
+    state.SkipWithError(cache.error().message.c_str());
+    return;
+  }
+  constexpr std::uint32_t kChunk = 8192;
+  std::uint32_t seed = 1;
+  std::optional<Request> request;
+  std::uint32_t done = bench::k128k;
+  double allocate_us = 0, commit_us = 0;
+  for (auto _ : state) {
+    if (done == bench::k128k) {
+      state.PauseTiming();
+      if (request) cache->Free(request->id());
+      const std::vector<TokenId> tokens =
+          bench::RandomTokens(bench::k128k, seed);
+      request.emplace(RequestOptions{.id = RequestId{seed++}}, tokens,
+                      cache->key_scheme());
+      done = 0;
+      state.ResumeTiming();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    if (!cache->Allocate(*request, {.num_computed_tokens = done,
+                                    .num_new_tokens = kChunk})) {
+      state.SkipWithError("the chunk does not fit");
+      return;
+    }
+    const auto middle = std::chrono::steady_clock::now();
+    done += kChunk;
+    cache->Commit(*request, done);
+    const auto end = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(end - start).count());
+    allocate_us +=
+        std::chrono::duration<double, std::micro>(middle - start).count();
+    commit_us +=
+        std::chrono::duration<double, std::micro>(end - middle).count();
+    cache->FinishStep();
+  }
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["allocate_us"] = allocate_us / n;
+  state.counters["commit_us"] = commit_us / n;
+  state.counters["evicted_blocks"] =
+      static_cast<double>(cache->counters().evicted_blocks) / n;
+}
+BENCHMARK(BM_PrefillChunk_HybridBlock16)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_Prefill_Hybrid128k(benchmark::State& state) {
   Result<CacheManager> cache =
