@@ -74,6 +74,12 @@ struct Accepts<std::optional<T>> {
   static std::string Text() { return Accepts<T>::Text() + " or None"; }
 };
 template <typename T>
+struct Accepts<T*> {
+  static std::string Text() {
+    return Accepts<std::remove_cv_t<T>>::Text() + " or None";
+  }
+};
+template <typename T>
 struct Accepts<std::vector<T>> {
   static std::string Text() { return "a list of " + Accepts<T>::Text(); }
 };
@@ -89,12 +95,16 @@ inline std::string ShortRepr(py::handle value) {
 // "allocate(): num_lookahead_tokens"), what it accepts and what it got,
 // instead of pybind11's "Unable to cast Python instance".
 template <typename T>
+[[noreturn]] void RejectConversion(py::handle value, const std::string& what) {
+  throw UsageError(what + " must be " + Accepts<T>::Text() + ", got " +
+                   ShortRepr(value));
+}
+template <typename T>
 T Convert(py::handle value, const std::string& what) {
   try {
     return value.cast<T>();
   } catch (const py::cast_error&) {
-    throw UsageError(what + " must be " + Accepts<T>::Text() + ", got " +
-                     ShortRepr(value));
+    RejectConversion<T>(value, what);
   }
 }
 
@@ -120,6 +130,7 @@ void BindSimulator(py::module_& m);
 void BindPublisher(py::module_& m);
 void BindTiers(py::module_& m);
 void BindQuietCells(py::module_& m);
+void BindVllmCalls(py::module_& m);
 
 }  // namespace hkv::python
 

@@ -9,7 +9,6 @@
 
 #include "bindings.h"
 #include "hkv/group_list.h"
-#include "quiet_cells.h"
 
 namespace hkv::python {
 namespace {
@@ -140,110 +139,6 @@ void BindResults(py::module_& m) {
       .def_readonly("table_starts", &NewBlocks::table_starts);
 }
 
-// The first `size` items of a list of bytes an engine holds (its request's
-// block hashes), read as a lookup probes them. Borrowed: lives within the
-// binding call that made it, which holds the GIL throughout.
-class ListKeys : public KeySource {
- public:
-  ListKeys(const py::handle& keys, std::size_t size, const char* what)
-      : keys_(keys), size_(size), what_(what) {
-    const std::size_t held = NumCallerKeys(keys, what);
-    if (held < size) {
-      throw UsageError(std::string(what) + " has " + std::to_string(held) +
-                       " keys, fewer than the " + std::to_string(size) +
-                       " asked for");
-    }
-  }
-  std::size_t size() const override { return size_; }
-  void Read(std::size_t first, std::span<BlockHash> out) const override {
-    ConvertKeys(PySequence_Fast_ITEMS(keys_.ptr()), first, out, what_);
-  }
-
- private:
-  py::handle keys_;
-  std::size_t size_;
-  const char* what_;
-};
-
-// The tokens an engine's request gained since its mirror last saw them,
-// with the keys of the units they complete (keys[keys_start:]).
-struct MirrorSync {
-  std::uint32_t num_new_tokens = 0;
-  py::handle keys;
-  std::size_t keys_start = 0;
-};
-
-// What the quiet record an allocation leaves needs (QuietCells::Record).
-struct QuietArgs {
-  const QuietCells& cells;
-  std::int64_t epoch = 0;
-  std::int64_t total_computed = 0;
-};
-
-// The reference engine's allocate_slots in one call for hkv.vllm: the
-// mirror's sync, the allocation, then (commit_tokens given) the commit.
-// None when free blocks are short; else (tables, quiet): per group the table
-// from where this allocation's slots start (NewBlocks::table_starts), an
-// empty tuple when every group's is empty (most decode steps), and the
-// record QuietCells::Record gives. The ids the allocation placed in the
-// groups `zeroed_groups` (a tuple of bools, one per group) flags are
-// appended to `new_block_ids`. Keys that do not convert raise UsageError
-// before anything changes.
-py::object AllocateSlots(CacheManager& cache, Request& request,
-                         const MirrorSync& sync, const AllocationRequest& args,
-                         std::optional<std::uint32_t> commit_tokens,
-                         const py::tuple& zeroed_groups,
-                         py::list& new_block_ids, const QuietArgs& quiet) {
-  if (sync.num_new_tokens > 0) {
-    request.AppendKeyedTokens(
-        sync.num_new_tokens,
-        CallerKeys(sync.keys, sync.keys_start, "allocate_slots(): keys"));
-  }
-  std::optional<NewBlocks> placed;
-  {
-    py::gil_scoped_release release;
-    placed = cache.Allocate(request, args);
-    if (placed && commit_tokens) cache.Commit(request, *commit_tokens);
-  }
-  if (!placed) return py::none();
-  const std::size_t num_zeroed = zeroed_groups.size();
-  for (std::size_t g = 0; g < num_zeroed && g < placed->blocks.size(); ++g) {
-    if (placed->blocks[g].empty() ||
-        !PyObject_IsTrue(PyTuple_GET_ITEM(zeroed_groups.ptr(),
-                                          static_cast<Py_ssize_t>(g)))) {
-      continue;
-    }
-    for (BlockId id : placed->blocks[g]) {
-      if (id != kNullBlock) new_block_ids.append(ToIndex(id));
-    }
-  }
-  const py::tuple record = quiet.cells.Record(
-      quiet.epoch, quiet.total_computed, args.num_new_tokens,
-      args.num_lookahead_tokens,
-      commit_tokens ? std::optional<std::int64_t>(*commit_tokens)
-                    : std::nullopt);
-  // Each group's ids from where this allocation's slots start.
-  std::vector<std::span<const BlockId>> placed_ids(cache.num_groups());
-  bool any = false;
-  for (std::uint32_t g = 0; g < cache.num_groups(); ++g) {
-    const std::span<const BlockId> table =
-        cache.block_table(request.id(), GroupId{g});
-    const std::size_t start = placed->table_starts[g];
-    placed_ids[g] = table.subspan(std::min(start, table.size()));
-    any |= !placed_ids[g].empty();
-  }
-  if (!any) return py::make_tuple(py::tuple(), record);
-  py::tuple tables(placed_ids.size());
-  for (std::size_t g = 0; g < placed_ids.size(); ++g) {
-    py::list ids(placed_ids[g].size());
-    for (std::size_t i = 0; i < placed_ids[g].size(); ++i) {
-      ids[i] = py::int_(ToIndex(placed_ids[g][i]));
-    }
-    tables[g] = std::move(ids);
-  }
-  return py::make_tuple(tables, record);
-}
-
 std::optional<NewBlocks> Allocate(CacheManager& cache, const Request& request,
                                   const AllocationRequest& args) {
   py::gil_scoped_release release;
@@ -251,47 +146,6 @@ std::optional<NewBlocks> Allocate(CacheManager& cache, const Request& request,
 }
 
 void BindAllocate(py::class_<CacheManager>& c) {
-  c.def(
-      "allocate_slots",
-      [](CacheManager& cache, Request& request, std::uint32_t num_new_tokens,
-         std::uint32_t num_computed_tokens, const CacheHit* hit,
-         std::uint32_t num_lookahead_tokens,
-         std::uint32_t num_external_computed_tokens, bool whole_sequence,
-         std::optional<std::uint32_t> commit_tokens,
-         const py::tuple& zeroed_groups, py::list new_block_ids,
-         std::uint32_t sync_tokens, const py::handle& keys,
-         std::size_t keys_start, const QuietCells& cells, std::int64_t epoch,
-         std::int64_t total_computed) {
-        return AllocateSlots(
-            cache, request,
-            {.num_new_tokens = sync_tokens,
-             .keys = keys,
-             .keys_start = keys_start},
-            {.num_computed_tokens = num_computed_tokens,
-             .num_external_computed_tokens = num_external_computed_tokens,
-             .num_new_tokens = num_new_tokens,
-             .num_lookahead_tokens = num_lookahead_tokens,
-             .hit = hit,
-             .gate = whole_sequence ? AdmissionGate::kWholeSequence
-                                    : AdmissionGate::kNextChunk},
-            commit_tokens, zeroed_groups, new_block_ids,
-            {.cells = cells, .epoch = epoch, .total_computed = total_computed});
-      },
-      py::arg("request"), py::arg("num_new_tokens"),
-      py::arg("num_computed_tokens"), py::arg("hit"),
-      py::arg("num_lookahead_tokens"), py::arg("num_external_computed_tokens"),
-      py::arg("whole_sequence"), py::arg("commit_tokens"),
-      py::arg("zeroed_groups"), py::arg("new_block_ids"),
-      py::arg("sync_tokens"), py::arg("keys"), py::arg("keys_start"),
-      py::arg("cells"), py::arg("epoch"), py::arg("total_computed"),
-      "hkv.vllm's allocate_slots: first appends sync_tokens tokens to the "
-      "request with the keys keys[keys_start:] of the units they complete, "
-      "then allocates, commits up to commit_tokens (None: no commit). None "
-      "when free blocks are short; else (tables, quiet): per group the ids "
-      "from where this allocation's slots start (an empty tuple when every "
-      "group's are none), and cells.record(epoch, total_computed, ...) for "
-      "the next call's fast path. The ids placed in the groups zeroed_groups "
-      "(a tuple of bools) flags are appended to the list new_block_ids.");
   c.def(
       "allocate",
       [](CacheManager& cache, const Request& request,
@@ -388,20 +242,6 @@ void BindManager(py::module_& m) {
       .def_property_readonly("key_scheme", &CacheManager::key_scheme)
       .def_property_readonly("num_groups", &CacheManager::num_groups)
       .def("lookup", &CacheManager::Lookup, py::arg("request"), Release())
-      .def(
-          "lookup_keys",
-          [](const CacheManager& cache, RequestId id, std::uint32_t num_tokens,
-             const py::handle& keys, std::size_t num_keys,
-             CacheRead cache_read) {
-            // Keeps the GIL: the keys are read from the list as probed.
-            const ListKeys source(keys, num_keys, "lookup_keys(): keys");
-            return cache.LookupKeys(id, num_tokens, source, cache_read);
-          },
-          py::arg("id"), py::arg("num_tokens"), py::arg("keys"),
-          py::arg("num_keys"), py::arg("cache_read") = CacheRead::kAllowed,
-          "Lookup for the request `id` will be, of num_tokens tokens, whose "
-          "keys are keys[:num_keys] (bytes, one per complete hash unit), "
-          "read only as far as the lookup probes them.")
       .def("commit", &CacheManager::Commit, py::arg("request"),
            py::arg("num_computed_tokens"), Release())
       .def("free", &CacheManager::Free, py::arg("id"), Release())

@@ -70,4 +70,5 @@ PYBIND11_MODULE(_hkv, m) {
   hkv::python::BindPublisher(m);
   hkv::python::BindTiers(m);
   hkv::python::BindQuietCells(m);
+  hkv::python::BindVllmCalls(m);
 }

@@ -185,6 +185,39 @@ def test_a_lookup_reads_only_the_keys_it_probes():
     assert kv.get_computed_blocks(v.Request("d", range(1024)))[1] == 1008
 
 
+def test_the_per_step_vectorcalls_check_their_arguments():
+    # vllm_lookup_keys and vllm_allocate_slots are CPython functions, not
+    # pybind11 methods: each argument is converted as pybind11 would, and a
+    # bad one is named, before anything changes.
+    from hkv import _hkv
+    kv = manager(num_blocks=80)
+    a = v.Request("a", range(64))
+    admit(kv, a)
+    tracked = kv._tracked["a"]
+    usage = kv.usage
+    good = [kv.cache, tracked.mirror, 16, 64, None, 0, 0, False, 80,
+            kv._zeroed, [], 0, (), 4, kv._quiet_cells, 0, 64]
+    for index, bad, name in ((2, -1, "num_new_tokens"),
+                             (3, 2 ** 32, "num_computed_tokens"),
+                             (4, "hit", "hit"),
+                             (1, kv.cache, "request"),
+                             (9, [True], "zeroed_groups"),
+                             (10, (), "new_block_ids"),
+                             (8, 1.5, "commit_tokens")):
+        args = list(good)
+        args[index] = bad
+        with pytest.raises(hkv.UsageError,
+                           match=rf"vllm_allocate_slots\(\): {name} must be"):
+            _hkv.vllm_allocate_slots(*args)
+    with pytest.raises(hkv.UsageError, match=r"takes 17 arguments, got 16"):
+        _hkv.vllm_allocate_slots(*good[:-1])
+    with pytest.raises(hkv.UsageError, match=r"num_keys must be an int"):
+        _hkv.vllm_lookup_keys(kv.cache, 7, 64, a.block_hashes, -4)
+    with pytest.raises(hkv.UsageError, match=r"fewer than the 5 asked for"):
+        _hkv.vllm_lookup_keys(kv.cache, 7, 64, a.block_hashes, 5)
+    assert kv.usage == usage and kv._tracked["a"].mirror.num_tokens == 64
+
+
 def test_a_refused_allocation_keeps_the_mirror_in_step():
     # The tokens a request gained since hkv last saw it ride in the
     # allocation's call; a refusal after they went in leaves them counted.

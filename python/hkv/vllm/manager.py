@@ -172,21 +172,23 @@ class KVCacheManager:
             # Its keys read as the lookup probes them (a warm 128k-token
             # prompt: a few hundred of 8,192).
             count = request.num_tokens // self.hash_block_size
-            hit = self.cache.lookup_keys(tracked.id, request.num_tokens,
-                                         self._keys(request, count), count)
+            hit = _hkv.vllm_lookup_keys(self.cache, tracked.id,
+                                        request.num_tokens,
+                                        self._keys(request, count), count)
         else:
             self._sync(tracked)
             hit = self.cache.lookup(tracked.mirror)
         tracked.hit = hit
+        num_hits = hit.num_tokens  # an attribute read costs a C++ call
         if self.log_stats:
             self.prefix_cache_stats.record(
-                num_tokens=request.num_tokens, num_hits=hit.num_tokens,
+                num_tokens=request.num_tokens, num_hits=num_hits,
                 preempted=request.num_preemptions > 0)
         # A hit of no tokens has no blocks in any group.
         blocks = (self._engine.BlocksOverIds(lambda: hit.blocks, self._views)
-                  if hit.num_tokens else self.empty_kv_cache_blocks)
+                  if num_hits else self.empty_kv_cache_blocks)
         tracked.hit_blocks = blocks
-        return blocks, hit.num_tokens
+        return blocks, num_hits
 
     def allocate_slots(self, request, num_new_tokens,
                        num_new_computed_tokens=0, new_computed_blocks=None,
@@ -239,7 +241,10 @@ class KVCacheManager:
                     if commit_lo <= (main if main < num_tokens
                                      else num_tokens) <= commit_hi:
                         return self.empty_kv_cache_blocks
-        tracked = self._track(request, sync=False)
+        # A running request's entry is _track's answer already.
+        if (tracked is None or tracked.request is not request
+                or tracked.mirror is None):
+            tracked = self._track(request, sync=False)
         hit = (None if new_computed_blocks is None
                and not num_new_computed_tokens
                else self._hit(tracked, num_new_computed_tokens,
@@ -254,8 +259,8 @@ class KVCacheManager:
         # The mirror's sync rides in the same call (_sync, one call less).
         num_new, keys, start, count = self._unsynced(tracked)
         try:
-            placed = self.cache.allocate_slots(
-                tracked.mirror, num_new_tokens, computed, hit,
+            placed = _hkv.vllm_allocate_slots(
+                self.cache, tracked.mirror, num_new_tokens, computed, hit,
                 num_lookahead_tokens, num_external_computed_tokens,
                 full_sequence_must_fit, commit, self._zeroed,
                 self._new_block_ids, num_new, keys, start, self._quiet_cells,
@@ -273,7 +278,9 @@ class KVCacheManager:
         tracked.holds = True
         tracked.hit = tracked.hit_blocks = None
         self.drain_events(tracked)
-        return self._blocks(tables)
+        # tables is empty when no group placed a block (_blocks inline).
+        return (self._engine.BlocksOverIds(tables, self._views) if tables
+                else self.empty_kv_cache_blocks)
 
     def free(self, request):
         """Releases the request's blocks, last first (cached ones stay

@@ -1,0 +1,209 @@
+// The calls hkv.vllm's KVCacheManager (python/hkv/vllm/manager.py) makes on
+// every scheduler step, as vectorcalls (fast_call.h): the lookup of an
+// engine request's keys and allocate_slots in one call. Lookup, Allocate
+// and Commit run without the GIL, but a lookup's, which reads the engine's
+// list of keys as it probes them.
+#include <algorithm>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "fast_call.h"
+#include "hkv/cache_manager.h"
+#include "quiet_cells.h"
+
+namespace hkv::python {
+namespace {
+
+// The first `size` items of a list of bytes an engine holds (its request's
+// block hashes), read as a lookup probes them. Borrowed: lives within the
+// binding call that made it, which holds the GIL throughout.
+class ListKeys : public KeySource {
+ public:
+  ListKeys(const py::handle& keys, std::size_t size, const char* what)
+      : keys_(keys), size_(size), what_(what) {
+    const std::size_t held = NumCallerKeys(keys, what);
+    if (held < size) {
+      throw UsageError(std::string(what) + " has " + std::to_string(held) +
+                       " keys, fewer than the " + std::to_string(size) +
+                       " asked for");
+    }
+  }
+  std::size_t size() const override { return size_; }
+  void Read(std::size_t first, std::span<BlockHash> out) const override {
+    ConvertKeys(PySequence_Fast_ITEMS(keys_.ptr()), first, out, what_);
+  }
+
+ private:
+  py::handle keys_;
+  std::size_t size_;
+  const char* what_;
+};
+
+// The tokens an engine's request gained since its mirror last saw them,
+// with the keys of the units they complete (keys[keys_start:]).
+struct MirrorSync {
+  std::uint32_t num_new_tokens = 0;
+  py::handle keys;
+  std::size_t keys_start = 0;
+};
+
+// What the quiet record an allocation leaves needs (QuietCells::Record).
+struct QuietArgs {
+  const QuietCells& cells;
+  std::int64_t epoch = 0;
+  std::int64_t total_computed = 0;
+};
+
+// The reference engine's allocate_slots in one call for hkv.vllm: the
+// mirror's sync, the allocation, then (commit_tokens given) the commit.
+// None when free blocks are short; else (tables, quiet): per group the table
+// from where this allocation's slots start (NewBlocks::table_starts), an
+// empty tuple when every group's is empty (most decode steps), and the
+// record QuietCells::Record gives. The ids the allocation placed in the
+// groups `zeroed_groups` (a tuple of bools, one per group) flags are
+// appended to `new_block_ids`. Keys that do not convert raise UsageError
+// before anything changes.
+py::object AllocateSlots(CacheManager& cache, Request& request,
+                         const MirrorSync& sync, const AllocationRequest& args,
+                         std::optional<std::uint32_t> commit_tokens,
+                         const py::tuple& zeroed_groups,
+                         py::list& new_block_ids, const QuietArgs& quiet) {
+  if (sync.num_new_tokens > 0) {
+    request.AppendKeyedTokens(
+        sync.num_new_tokens,
+        CallerKeys(sync.keys, sync.keys_start, "allocate_slots(): keys"));
+  }
+  std::optional<NewBlocks> placed;
+  {
+    py::gil_scoped_release release;
+    placed = cache.Allocate(request, args);
+    if (placed && commit_tokens) cache.Commit(request, *commit_tokens);
+  }
+  if (!placed) return py::none();
+  const std::size_t num_zeroed = zeroed_groups.size();
+  for (std::size_t g = 0; g < num_zeroed && g < placed->blocks.size(); ++g) {
+    if (placed->blocks[g].empty() ||
+        !PyObject_IsTrue(PyTuple_GET_ITEM(zeroed_groups.ptr(),
+                                          static_cast<Py_ssize_t>(g)))) {
+      continue;
+    }
+    for (BlockId id : placed->blocks[g]) {
+      if (id != kNullBlock) new_block_ids.append(ToIndex(id));
+    }
+  }
+  const py::tuple record = quiet.cells.Record(
+      quiet.epoch, quiet.total_computed, args.num_new_tokens,
+      args.num_lookahead_tokens,
+      commit_tokens ? std::optional<std::int64_t>(*commit_tokens)
+                    : std::nullopt);
+  // Each group's ids from where this allocation's slots start.
+  std::vector<std::span<const BlockId>> placed_ids(cache.num_groups());
+  bool any = false;
+  for (std::uint32_t g = 0; g < cache.num_groups(); ++g) {
+    const std::span<const BlockId> table =
+        cache.block_table(request.id(), GroupId{g});
+    const std::size_t start = placed->table_starts[g];
+    placed_ids[g] = table.subspan(std::min(start, table.size()));
+    any |= !placed_ids[g].empty();
+  }
+  if (!any) return py::make_tuple(py::tuple(), record);
+  py::tuple tables(placed_ids.size());
+  for (std::size_t g = 0; g < placed_ids.size(); ++g) {
+    py::list ids(placed_ids[g].size());
+    for (std::size_t i = 0; i < placed_ids[g].size(); ++i) {
+      ids[i] = py::int_(ToIndex(placed_ids[g][i]));
+    }
+    tables[g] = std::move(ids);
+  }
+  return py::make_tuple(tables, record);
+}
+
+// vllm_lookup_keys(cache, id, num_tokens, keys, num_keys): the lookup for
+// the request `id` will be, of num_tokens tokens, whose keys are
+// keys[:num_keys] (bytes, one per complete hash unit), read only as far as
+// the lookup probes them. Keeps the GIL: it reads the list as it probes.
+py::object LookupKeysCall(const FastArgs& args) {
+  const auto& cache = args.Get<const CacheManager&>(0, "cache");
+  const auto id = args.Get<RequestId>(1, "id");
+  const auto num_tokens = args.Get<std::uint32_t>(2, "num_tokens");
+  const auto num_keys = args.Get<std::size_t>(4, "num_keys");
+  const ListKeys source(args[3], num_keys, "vllm_lookup_keys(): keys");
+  return py::cast(cache.LookupKeys(id, num_tokens, source),
+                  py::return_value_policy::move);
+}
+
+// vllm_allocate_slots(cache, request, num_new_tokens, num_computed_tokens,
+// hit, num_lookahead_tokens, num_external_computed_tokens, whole_sequence,
+// commit_tokens, zeroed_groups, new_block_ids, sync_tokens, keys,
+// keys_start, cells, epoch, total_computed): AllocateSlots, the mirror's
+// sync first (sync_tokens tokens, the keys keys[keys_start:] of the units
+// they complete), then the allocation and the commit up to commit_tokens
+// (None: none).
+py::object AllocateSlotsCall(const FastArgs& args) {
+  auto& cache = args.Get<CacheManager&>(0, "cache");
+  auto& request = args.Get<Request&>(1, "request");
+  const AllocationRequest allocation{
+      .num_computed_tokens = args.Get<std::uint32_t>(3, "num_computed_tokens"),
+      .num_external_computed_tokens =
+          args.Get<std::uint32_t>(6, "num_external_computed_tokens"),
+      .num_new_tokens = args.Get<std::uint32_t>(2, "num_new_tokens"),
+      .num_lookahead_tokens =
+          args.Get<std::uint32_t>(5, "num_lookahead_tokens"),
+      .hit = args.Get<const CacheHit*>(4, "hit"),
+      .gate = args.Get<bool>(7, "whole_sequence")
+                  ? AdmissionGate::kWholeSequence
+                  : AdmissionGate::kNextChunk};
+  auto new_block_ids = args.Get<py::list>(10, "new_block_ids");
+  return AllocateSlots(
+      cache, request,
+      {.num_new_tokens = args.Get<std::uint32_t>(11, "sync_tokens"),
+       .keys = args[12],
+       .keys_start = args.Get<std::size_t>(13, "keys_start")},
+      allocation, args.Get<std::optional<std::uint32_t>>(8, "commit_tokens"),
+      args.Get<py::tuple>(9, "zeroed_groups"), new_block_ids,
+      {.cells = args.Get<const QuietCells&>(14, "cells"),
+       .epoch = args.Get<std::int64_t>(15, "epoch"),
+       .total_computed = args.Get<std::int64_t>(16, "total_computed")});
+}
+
+constexpr char kLookupKeys[] = "vllm_lookup_keys";
+constexpr char kAllocateSlots[] = "vllm_allocate_slots";
+
+PyMethodDef lookup_keys_def = {
+    kLookupKeys,
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(
+        &FastCall<kLookupKeys, 5, &LookupKeysCall>)),
+    METH_FASTCALL,
+    "vllm_lookup_keys(cache, id, num_tokens, keys, num_keys): the CacheHit "
+    "of the request id's lookup, of num_tokens tokens keyed keys[:num_keys] "
+    "(read as probed)."};
+PyMethodDef allocate_slots_def = {
+    kAllocateSlots,
+    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(
+        &FastCall<kAllocateSlots, 17, &AllocateSlotsCall>)),
+    METH_FASTCALL,
+    "vllm_allocate_slots(cache, request, num_new_tokens, "
+    "num_computed_tokens, hit, num_lookahead_tokens, "
+    "num_external_computed_tokens, whole_sequence, commit_tokens, "
+    "zeroed_groups, new_block_ids, sync_tokens, keys, keys_start, cells, "
+    "epoch, total_computed): hkv.vllm's allocate_slots. First appends "
+    "sync_tokens tokens to the request with the keys keys[keys_start:] of "
+    "the units they complete, then allocates, commits up to commit_tokens "
+    "(None: no commit). None when free blocks are short; else (tables, "
+    "quiet): per group the ids from where this allocation's slots start (an "
+    "empty tuple when every group's are none), and cells.record(epoch, "
+    "total_computed, ...) for the next call's fast path. The ids placed in "
+    "the groups zeroed_groups (a tuple of bools) flags are appended to the "
+    "list new_block_ids."};
+
+}  // namespace
+
+void BindVllmCalls(py::module_& m) {
+  AddFastCall(m, lookup_keys_def);
+  AddFastCall(m, allocate_slots_def);
+}
+
+}  // namespace hkv::python
