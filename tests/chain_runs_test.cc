@@ -20,8 +20,11 @@ constexpr BlockId B(std::uint32_t i) { return BlockId{i}; }
 
 std::vector<BlockId> Chain(const ChainRuns& runs, BlockId tip,
                            std::uint32_t depth) {
-  std::vector<BlockId> out(depth + 1);
-  runs.CopyChain(tip, depth, out.data());
+  // Appended after what `out` holds already, which it keeps.
+  std::vector<BlockId> out = {B(9)};
+  runs.AppendChain(tip, depth, out);
+  EXPECT_EQ(out.front(), B(9));
+  out.erase(out.begin());
   return out;
 }
 

@@ -405,16 +405,12 @@ void BlockPool::FindCachedRun(KeyView keys, std::size_t stride,
       next = known + (missing - known) / 2;
     }
   }
-  // Grown by inserting nulls, not resize(): a resize value-initializes an
-  // enum one element at a time (the fill reads its value back from the
-  // first new element), several times slower than a plain fill.
-  const std::size_t start = out.size();
-  out.insert(out.end(), known, kNullBlock);
   if (known > 0) {
-    runs_.CopyChain(tip, static_cast<std::uint32_t>(known - 1),
-                    out.data() + start);
+    runs_.AppendChain(tip, static_cast<std::uint32_t>(known - 1), out);
   }
-  // In chunks, so that a short walk does not zero-fill a long output.
+  // In chunks, so that a short walk does not zero-fill a long output; grown
+  // by inserting nulls, not resize(), which value-initializes an enum one
+  // element at a time, reading its value back each time.
   constexpr std::size_t kChunk = 64;
   for (std::size_t done = known; done < missing;) {
     const std::size_t n = std::min(kChunk, missing - done);

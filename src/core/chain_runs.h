@@ -66,9 +66,12 @@ class ChainRuns {
   // depth 0. O(links).
   bool Certified(BlockId block, std::uint32_t depth) const;
 
-  // Writes the chain of a certified block: out[d] for d in [0, depth].
+  // Appends the chain of a certified block to `out`: its ids at depths 0
+  // .. depth. One copy when the block's run holds it whole (from depth 0);
+  // else the room is zeroed first and filled run by run from the tip.
   // REQUIRES: Certified(block, depth). O(links + depth).
-  void CopyChain(BlockId block, std::uint32_t depth, BlockId* out) const;
+  void AppendChain(BlockId block, std::uint32_t depth,
+                   std::vector<BlockId>& out) const;
 
   // Drops every run and membership. O(num_blocks).
   void Clear();
