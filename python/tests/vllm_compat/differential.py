@@ -7,7 +7,8 @@ block table, the free-block count and the prefix-cache stats must agree.
 
 ``workload(seed)`` draws a model shape (one to three groups of full
 attention, MLA, sliding window, chunked local attention, recurrent state in
-"align" or "none" mode, EAGLE draft groups or n-gram drafts), a pool from
+"align" or "none" mode, EAGLE draft groups or n-gram drafts; windows and
+chunks on and off the block offsets), a pool from
 tight to ample, prefix caching on or off, and requests sharing a few
 prefixes. ``run(seed)`` returns the steps compared, or raises Mismatch
 naming the seed, the step and the field, or EngineFailed when the engine's
@@ -121,6 +122,12 @@ def workload(seed):
     per_request = -(-longest // b) + 2 + num_spec
     groups = len(kinds)
     num_blocks = 1 + int(groups * per_request * rng.choice([1, 1.5, 2, 4]))
+    # Windows and chunks off the block offsets too (the defaults, 2b + 1
+    # and 4b, fall on them), each from an RNG of its own, so that every
+    # other draw stays as it was.
+    window = random.Random(seed).choice(
+        [b + 3, 2 * b - 5, 3 * b, 4 * b + 7, 5 * b - 1])
+    chunk = random.Random(seed).choice([2 * b + 3, 3 * b - 1, 5 * b])
     return Workload(
         seed=seed, block_size=b, kinds=kinds, eagle_groups=eagle_groups,
         num_blocks=num_blocks, caching=caching, spec_method=spec_method,
@@ -129,7 +136,9 @@ def workload(seed):
         max_num_seqs=rng.choice([2, 4, 16]),
         arrivals=sorted(arrivals),
         resets={rng.randint(3, 40): rng.random() < 0.5
-                for _ in range(rng.choice([0, 0, 1, 3]))}, steps=400)
+                for _ in range(rng.choice([0, 0, 1, 3]))}, steps=400,
+        sliding_window=window if "swa" in kinds else None,
+        attention_chunk_size=chunk if "chunked" in kinds else None)
 
 
 def _spec(kind, b, num_spec_tokens, sliding_window=None,
