@@ -121,18 +121,22 @@ py::object AllocateSlots(CacheManager& cache, Request& request,
   return py::make_tuple(tables, record);
 }
 
-// vllm_lookup_keys(cache, id, num_tokens, keys, num_keys): the lookup for
-// the request `id` will be, of num_tokens tokens, whose keys are
-// keys[:num_keys] (bytes, one per complete hash unit), read only as far as
-// the lookup probes them. Keeps the GIL: it reads the list as it probes.
+// vllm_lookup_keys(cache, id, num_tokens, keys, num_keys): (hit, its
+// num_tokens), the lookup for the request `id` will be, of num_tokens
+// tokens, whose keys are keys[:num_keys] (bytes, one per complete hash
+// unit), read only as far as the lookup probes them; the count comes along
+// because reading it from the hit costs a pybind11 call. Keeps the GIL: it
+// reads the list as it probes.
 py::object LookupKeysCall(const FastArgs& args) {
   const auto& cache = args.Get<const CacheManager&>(0, "cache");
   const auto id = args.Get<RequestId>(1, "id");
   const auto num_tokens = args.Get<std::uint32_t>(2, "num_tokens");
   const auto num_keys = args.Get<std::size_t>(4, "num_keys");
   const ListKeys source(args[3], num_keys, "vllm_lookup_keys(): keys");
-  return py::cast(cache.LookupKeys(id, num_tokens, source),
-                  py::return_value_policy::move);
+  CacheHit hit = cache.LookupKeys(id, num_tokens, source);
+  const std::uint32_t num_hits = hit.num_tokens;
+  return py::make_tuple(py::cast(std::move(hit), py::return_value_policy::move),
+                        num_hits);
 }
 
 // vllm_allocate_slots(cache, request, num_new_tokens, num_computed_tokens,
@@ -177,9 +181,9 @@ PyMethodDef lookup_keys_def = {
     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(
         &FastCall<kLookupKeys, 5, &LookupKeysCall>)),
     METH_FASTCALL,
-    "vllm_lookup_keys(cache, id, num_tokens, keys, num_keys): the CacheHit "
+    "vllm_lookup_keys(cache, id, num_tokens, keys, num_keys): (the CacheHit "
     "of the request id's lookup, of num_tokens tokens keyed keys[:num_keys] "
-    "(read as probed)."};
+    "(read as probed), its num_tokens)."};
 PyMethodDef allocate_slots_def = {
     kAllocateSlots,
     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(

@@ -215,6 +215,8 @@ def test_the_per_step_vectorcalls_check_their_arguments():
         _hkv.vllm_lookup_keys(kv.cache, 7, 64, a.block_hashes, -4)
     with pytest.raises(hkv.UsageError, match=r"fewer than the 5 asked for"):
         _hkv.vllm_lookup_keys(kv.cache, 7, 64, a.block_hashes, 5)
+    hit, num_hits = _hkv.vllm_lookup_keys(kv.cache, 7, 64, a.block_hashes, 4)
+    assert hit.num_tokens == num_hits == 48  # whole blocks, below 64
     assert kv.usage == usage and kv._tracked["a"].mirror.num_tokens == 64
 
 

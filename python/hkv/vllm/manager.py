@@ -172,14 +172,14 @@ class KVCacheManager:
             # Its keys read as the lookup probes them (a warm 128k-token
             # prompt: a few hundred of 8,192).
             count = request.num_tokens // self.hash_block_size
-            hit = _hkv.vllm_lookup_keys(self.cache, tracked.id,
-                                        request.num_tokens,
-                                        self._keys(request, count), count)
+            hit, num_hits = _hkv.vllm_lookup_keys(
+                self.cache, tracked.id, request.num_tokens,
+                self._keys(request, count), count)
         else:
             self._sync(tracked)
             hit = self.cache.lookup(tracked.mirror)
+            num_hits = hit.num_tokens
         tracked.hit = hit
-        num_hits = hit.num_tokens  # an attribute read costs a C++ call
         if self.log_stats:
             self.prefix_cache_stats.record(
                 num_tokens=request.num_tokens, num_hits=num_hits,
