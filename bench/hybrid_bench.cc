@@ -103,21 +103,27 @@ BENCHMARK(BM_Lookup_HybridWarmHit)
     ->Args({1, 2})
     ->Unit(benchmark::kMicrosecond);
 
+// The hybrid that python/bench gives the engine's manager and hkv.vllm:
+// full attention, a 4096-token window and a recurrent state (align mode),
+// all at block and hash unit `block`, under the engine's behaviour.
+CacheConfig EngineHybrid(std::uint32_t block, std::uint32_t num_blocks) {
+  return {.groups = {{.block_size = block},
+                     {.kind = GroupKind::kSlidingWindow,
+                      .block_size = block,
+                      .sliding_window = 4096},
+                     {.kind = GroupKind::kRecurrent, .block_size = block}},
+          .num_blocks = num_blocks,
+          .keys = {.hash_unit = block},
+          .behaviour = Behaviour::kEngine};
+}
+
 // The shape of bench_vs_reference.py's hybrid lookup row (the engine's
 // manager beside hkv.vllm's): full attention, a 4096-token window and a
 // recurrent state, all at block 256 and hash unit 256, the engine's
 // behaviour; a 128k-token prompt cached in one allocation, then a prompt one
 // block longer looked up (hit 131,072 tokens, 512 blocks a group).
 void BM_Lookup_HybridBlock256(benchmark::State& state) {
-  Result<CacheManager> cache = CacheManager::Create(
-      {.groups = {{.block_size = 256},
-                  {.kind = GroupKind::kSlidingWindow,
-                   .block_size = 256,
-                   .sliding_window = 4096},
-                  {.kind = GroupKind::kRecurrent, .block_size = 256}},
-       .num_blocks = 1600,
-       .keys = {.hash_unit = 256},
-       .behaviour = Behaviour::kEngine});
+  Result<CacheManager> cache = CacheManager::Create(EngineHybrid(256, 1600));
   if (!cache) {
     state.SkipWithError(cache.error().message.c_str());
     return;
@@ -137,22 +143,13 @@ void BM_Lookup_HybridBlock256(benchmark::State& state) {
 BENCHMARK(BM_Lookup_HybridBlock256)->Unit(benchmark::kMicrosecond);
 
 // The shape of the scheduler-step bench's long hybrid workload
-// (bench_scheduler_step.py): full attention, a recurrent state in align mode
-// and a 4096-token window, all at block 16 and hash unit 16, the engine's
-// behaviour, 40,000 blocks; 131,072-token prompts prefilled in 8192-token
-// chunks, each chunk's Allocate + Commit timed (what hkv.vllm's
-// allocate_slots does in C++). Each prompt is new: once the pool is full,
-// every chunk evicts. Keying is not timed.
+// (bench_scheduler_step.py): EngineHybrid at block 16, 40,000 blocks;
+// 131,072-token prompts prefilled in 8192-token chunks, each chunk's
+// Allocate + Commit timed (what hkv.vllm's allocate_slots does in C++). Each
+// prompt is new: once the pool is full, every chunk evicts. Keying is not
+// timed (manual time: only the two calls count).
 void BM_PrefillChunk_HybridBlock16(benchmark::State& state) {
-  Result<CacheManager> cache = CacheManager::Create(
-      {.groups = {{.block_size = 16},
-                  {.kind = GroupKind::kRecurrent, .block_size = 16},
-                  {.kind = GroupKind::kSlidingWindow,
-                   .block_size = 16,
-                   .sliding_window = 4096}},
-       .num_blocks = 40000,
-       .keys = {.hash_unit = 16},
-       .behaviour = Behaviour::kEngine});
+  Result<CacheManager> cache = CacheManager::Create(EngineHybrid(16, 40000));
   if (!cache) {
     state.SkipWithError(cache.error().message.c_str());
     return;
@@ -164,14 +161,12 @@ void BM_PrefillChunk_HybridBlock16(benchmark::State& state) {
   double allocate_us = 0, commit_us = 0;
   for (auto _ : state) {
     if (done == bench::k128k) {
-      state.PauseTiming();
       if (request) cache->Free(request->id());
       const std::vector<TokenId> tokens =
           bench::RandomTokens(bench::k128k, seed);
       request.emplace(RequestOptions{.id = RequestId{seed++}}, tokens,
                       cache->key_scheme());
       done = 0;
-      state.ResumeTiming();
     }
     const auto start = std::chrono::steady_clock::now();
     if (!cache->Allocate(*request, {.num_computed_tokens = done,

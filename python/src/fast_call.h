@@ -80,6 +80,18 @@ PyObject* FastCall(PyObject* /*module*/, PyObject* const* args,
   }
 }
 
+// The method entry of FastCall<Name, Count, Body>, with `doc`.
+template <const char* Name, Py_ssize_t Count,
+          py::object (*Body)(const FastArgs&)>
+PyMethodDef FastMethod(const char* doc) {
+  // A METH_FASTCALL function is stored as a PyCFunction; the cast goes
+  // through a plain function pointer type, as CPython's own modules do.
+  return {Name,
+          reinterpret_cast<PyCFunction>(
+              reinterpret_cast<void (*)()>(&FastCall<Name, Count, Body>)),
+          METH_FASTCALL, doc};
+}
+
 // Adds `def` (static: CPython keeps the pointer) to module `m`.
 void AddFastCall(py::module_& m, PyMethodDef& def);
 

@@ -94,7 +94,7 @@ py::object AllocateSlots(CacheManager& cache, Request& request,
   if (sync.num_new_tokens > 0) {
     request.AppendKeyedTokens(
         sync.num_new_tokens,
-        CallerKeys(sync.keys, sync.keys_start, "allocate_slots(): keys"));
+        CallerKeys(sync.keys, sync.keys_start, "vllm_allocate_slots(): keys"));
   }
   std::optional<NewBlocks> placed;
   {
@@ -194,32 +194,25 @@ py::object AllocateSlotsCall(const FastArgs& args) {
 constexpr char kLookupKeys[] = "vllm_lookup_keys";
 constexpr char kAllocateSlots[] = "vllm_allocate_slots";
 
-PyMethodDef lookup_keys_def = {
-    kLookupKeys,
-    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(
-        &FastCall<kLookupKeys, 5, &LookupKeysCall>)),
-    METH_FASTCALL,
+PyMethodDef lookup_keys_def = FastMethod<kLookupKeys, 5, &LookupKeysCall>(
     "vllm_lookup_keys(cache, id, num_tokens, keys, num_keys): (the CacheHit "
     "of the request id's lookup, of num_tokens tokens keyed keys[:num_keys] "
-    "(read as probed), its num_tokens)."};
-PyMethodDef allocate_slots_def = {
-    kAllocateSlots,
-    reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(
-        &FastCall<kAllocateSlots, 17, &AllocateSlotsCall>)),
-    METH_FASTCALL,
-    "vllm_allocate_slots(cache, request, num_new_tokens, "
-    "num_computed_tokens, hit, num_lookahead_tokens, "
-    "num_external_computed_tokens, whole_sequence, commit_tokens, "
-    "zeroed_groups, new_block_ids, sync_tokens, keys, keys_start, cells, "
-    "epoch, total_computed): hkv.vllm's allocate_slots. First appends "
-    "sync_tokens tokens to the request with the keys keys[keys_start:] of "
-    "the units they complete, then allocates, commits up to commit_tokens "
-    "(None: no commit). None when free blocks are short; else (tables, "
-    "quiet): per group the ids from where this allocation's slots start (an "
-    "empty tuple when every group's are none), and cells.record(epoch, "
-    "total_computed, ...) for the next call's fast path. The ids placed in "
-    "the groups zeroed_groups (a tuple of bools) flags are appended to the "
-    "list new_block_ids."};
+    "(read as probed), its num_tokens).");
+PyMethodDef allocate_slots_def =
+    FastMethod<kAllocateSlots, 17, &AllocateSlotsCall>(
+        "vllm_allocate_slots(cache, request, num_new_tokens, "
+        "num_computed_tokens, hit, num_lookahead_tokens, "
+        "num_external_computed_tokens, whole_sequence, commit_tokens, "
+        "zeroed_groups, new_block_ids, sync_tokens, keys, keys_start, cells, "
+        "epoch, total_computed): hkv.vllm's allocate_slots. First appends "
+        "sync_tokens tokens to the request with the keys keys[keys_start:] "
+        "of the units they complete, then allocates, commits up to "
+        "commit_tokens (None: no commit). None when free blocks are short; "
+        "else (tables, quiet): per group the ids from where this "
+        "allocation's slots start (an empty tuple when every group's are "
+        "none), and cells.record(epoch, total_computed, ...) for the next "
+        "call's fast path. The ids placed in the groups zeroed_groups (a "
+        "tuple of bools) flags are appended to the list new_block_ids.");
 
 }  // namespace
 

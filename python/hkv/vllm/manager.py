@@ -278,9 +278,7 @@ class KVCacheManager:
         tracked.holds = True
         tracked.hit = tracked.hit_blocks = None
         self.drain_events(tracked)
-        # tables is empty when no group placed a block (_blocks inline).
-        return (self._engine.BlocksOverIds(tables, self._views) if tables
-                else self.empty_kv_cache_blocks)
+        return self._blocks(tables)
 
     def free(self, request):
         """Releases the request's blocks, last first (cached ones stay
