@@ -131,6 +131,8 @@ void BindPublisher(py::module_& m);
 void BindTiers(py::module_& m);
 void BindQuietCells(py::module_& m);
 void BindVllmCalls(py::module_& m);
+void BindVllmTracked(py::module_& m);
+void BindVllmManager(py::module_& m);
 
 }  // namespace hkv::python
 

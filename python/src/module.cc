@@ -71,4 +71,6 @@ PYBIND11_MODULE(_hkv, m) {
   hkv::python::BindTiers(m);
   hkv::python::BindQuietCells(m);
   hkv::python::BindVllmCalls(m);
+  hkv::python::BindVllmTracked(m);
+  hkv::python::BindVllmManager(m);
 }

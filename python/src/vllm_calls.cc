@@ -3,6 +3,8 @@
 // engine request's keys and allocate_slots in one call. Lookup, Allocate
 // and Commit run without the GIL, but a lookup's, which reads the engine's
 // list of keys as it probes them.
+#include "vllm_calls.h"
+
 #include <algorithm>
 #include <optional>
 #include <span>
@@ -62,35 +64,12 @@ py::list IdList(std::span<const BlockId> ids, bool skip_null) {
   return out;
 }
 
-// The tokens an engine's request gained since its mirror last saw them,
-// with the keys of the units they complete (keys[keys_start:]).
-struct MirrorSync {
-  std::uint32_t num_new_tokens = 0;
-  py::handle keys;
-  std::size_t keys_start = 0;
-};
+}  // namespace
 
-// What the quiet record an allocation leaves needs (QuietCells::Record).
-struct QuietArgs {
-  const QuietCells& cells;
-  std::int64_t epoch = 0;
-  std::int64_t total_computed = 0;
-};
-
-// The reference engine's allocate_slots in one call for hkv.vllm: the
-// mirror's sync, the allocation, then (commit_tokens given) the commit.
-// None when free blocks are short; else (tables, quiet): per group the table
-// from where this allocation's slots start (NewBlocks::table_starts), an
-// empty tuple when every group's is empty (most decode steps), and the
-// record QuietCells::Record gives. The ids the allocation placed in the
-// groups `zeroed_groups` (a tuple of bools, one per group) flags are
-// appended to `new_block_ids`. Keys that do not convert raise UsageError
-// before anything changes.
 py::object AllocateSlots(CacheManager& cache, Request& request,
                          const MirrorSync& sync, const AllocationRequest& args,
-                         std::optional<std::uint32_t> commit_tokens,
-                         const py::tuple& zeroed_groups,
-                         py::list& new_block_ids, const QuietArgs& quiet) {
+                         const AfterPlacing& after, const QuietArgs& quiet) {
+  const std::optional<std::uint32_t>& commit_tokens = after.commit_tokens;
   if (sync.num_new_tokens > 0) {
     request.AppendKeyedTokens(
         sync.num_new_tokens,
@@ -103,16 +82,16 @@ py::object AllocateSlots(CacheManager& cache, Request& request,
     if (placed && commit_tokens) cache.Commit(request, *commit_tokens);
   }
   if (!placed) return py::none();
-  const std::size_t num_zeroed = zeroed_groups.size();
+  const std::size_t num_zeroed = after.zeroed_groups.size();
   for (std::size_t g = 0; g < num_zeroed && g < placed->blocks.size(); ++g) {
     if (placed->blocks[g].empty() ||
-        !PyObject_IsTrue(PyTuple_GET_ITEM(zeroed_groups.ptr(),
+        !PyObject_IsTrue(PyTuple_GET_ITEM(after.zeroed_groups.ptr(),
                                           static_cast<Py_ssize_t>(g)))) {
       continue;
     }
     const py::list zeroed_ids = IdList(placed->blocks[g], true);
-    if (PyList_SetSlice(new_block_ids.ptr(), PY_SSIZE_T_MAX, PY_SSIZE_T_MAX,
-                        zeroed_ids.ptr()) != 0) {
+    if (PyList_SetSlice(after.new_block_ids.ptr(), PY_SSIZE_T_MAX,
+                        PY_SSIZE_T_MAX, zeroed_ids.ptr()) != 0) {
       throw py::error_already_set();
     }
   }
@@ -138,6 +117,8 @@ py::object AllocateSlots(CacheManager& cache, Request& request,
   }
   return py::make_tuple(tables, record);
 }
+
+namespace {
 
 // vllm_lookup_keys(cache, id, num_tokens, keys, num_keys): (hit, its
 // num_tokens), the lookup for the request `id` will be, of num_tokens
@@ -179,13 +160,17 @@ py::object AllocateSlotsCall(const FastArgs& args) {
                   ? AdmissionGate::kWholeSequence
                   : AdmissionGate::kNextChunk};
   auto new_block_ids = args.Get<py::list>(10, "new_block_ids");
+  const auto zeroed_groups = args.Get<py::tuple>(9, "zeroed_groups");
   return AllocateSlots(
       cache, request,
       {.num_new_tokens = args.Get<std::uint32_t>(11, "sync_tokens"),
        .keys = args[12],
        .keys_start = args.Get<std::size_t>(13, "keys_start")},
-      allocation, args.Get<std::optional<std::uint32_t>>(8, "commit_tokens"),
-      args.Get<py::tuple>(9, "zeroed_groups"), new_block_ids,
+      allocation,
+      {.commit_tokens =
+           args.Get<std::optional<std::uint32_t>>(8, "commit_tokens"),
+       .zeroed_groups = zeroed_groups,
+       .new_block_ids = new_block_ids},
       {.cells = args.Get<const QuietCells&>(14, "cells"),
        .epoch = args.Get<std::int64_t>(15, "epoch"),
        .total_computed = args.Get<std::int64_t>(16, "total_computed")});

@@ -30,30 +30,7 @@ _MEDIUM_GPU = "GPU"
 _PLACEHOLDER_KEY = b"\0"
 
 
-class _Tracked:
-    """What the manager knows of one request: the engine's object, the
-    hkv request keyed from it, its last lookup, whether it holds blocks."""
-
-    __slots__ = ("request", "id", "mirror", "num_tokens", "num_keys", "hit",
-                 "hit_blocks", "holds", "quiet")
-
-    def __init__(self, request, id):
-        self.request = request
-        self.id = id  # the mirror's, once built
-        # Built when the request is first allocated: a lookup before reads
-        # the engine's block hashes only as far as it probes them.
-        self.mirror = None
-        self.num_tokens = 0  # the mirror's, kept here
-        self.num_keys = 0
-        self.hit = None
-        self.hit_blocks = None  # the KVCacheBlocks of the last lookup
-        self.holds = False
-        # After an allocation: (epoch, lookahead, commit?, and the token
-        # ranges over which the next one would change nothing).
-        self.quiet = None
-
-
-class KVCacheManager:
+class KVCacheManager(_hkv.VllmManagerCore):
     """The engine's KVCacheManager, with its parameters in its order.
 
     ``kv_cache_config``: the engine's KVCacheConfig (or hkv.vllm's, or a
@@ -110,7 +87,7 @@ class KVCacheManager:
         self._engine = engine.classes()
         self._scheme = self.cache.key_scheme
         self.hash_block_size = hash_block_size
-        self.enable_caching = enable_caching
+        self.enable_caching = bool(enable_caching)
         self.use_eagle = use_eagle
         self.log_stats = log_stats
         self.metrics_collector = None
@@ -140,6 +117,9 @@ class KVCacheManager:
         # Bumped by every call that changes tables outside allocate_slots.
         self._epoch = 0
         self._next_id = 0
+        self._bind_core(self.cache, self._quiet_cells, self._zeroed,
+                        self._engine.BlocksOverIds, self._views,
+                        self.block_pool, hash_block_size)
 
     # The calls the engine's scheduler makes ------------------------------
 
@@ -190,19 +170,19 @@ class KVCacheManager:
         tracked.hit_blocks = blocks
         return blocks, num_hits
 
-    def allocate_slots(self, request, num_new_tokens,
-                       num_new_computed_tokens=0, new_computed_blocks=None,
-                       num_lookahead_tokens=0, num_external_computed_tokens=0,
-                       delay_cache_blocks=False, num_encoder_tokens=0,
-                       full_sequence_must_fit=False):
-        """The blocks this allocation places from where its slots start in
-        each group (null padding included), or None when free blocks are
-        short; then caches the prefix up to min(computed + hit + external +
-        new tokens, the request's tokens) unless ``delay_cache_blocks``.
-        ``new_computed_blocks`` with ``num_new_computed_tokens`` is the
-        request's lookup (a smaller count cuts it). Raises ValueError for no
-        new nor external tokens, as the engine does, and hkv.UsageError for
-        a hit that is not the request's lookup or encoder tokens."""
+    # allocate_slots is the core's (_hkv.VllmManagerCore, in C++): a
+    # running request's call that changes nothing (its token counts in the
+    # cells of its last allocation's quiet record, nothing else changed
+    # since) returns at once, and one that allocates or caches without a
+    # hit, connector tokens or events runs in C++ too. Every other call
+    # comes here with the arguments as the scheduler gave them.
+
+    def _allocate_slots(self, request, num_new_tokens,
+                        num_new_computed_tokens=0, new_computed_blocks=None,
+                        num_lookahead_tokens=0, num_external_computed_tokens=0,
+                        delay_cache_blocks=False, num_encoder_tokens=0,
+                        full_sequence_must_fit=False):
+        """allocate_slots (the core's docstring) in full."""
         if num_new_tokens == 0 and num_external_computed_tokens == 0:
             raise ValueError(
                 "num_new_tokens must be greater than 0 when there are no "
@@ -211,40 +191,7 @@ class KVCacheManager:
             raise _hkv.UsageError(
                 f"num_encoder_tokens must be 0 (hkv has no cross-attention "
                 f"groups), got {num_encoder_tokens!r}")
-        tracked = self._tracked.get(request.request_id)
-        # A running request's allocation with no hit and no connector
-        # tokens changes nothing while its computed, main and cached token
-        # counts stay in the ranges of its quiet record (QuietCells.record:
-        # then no group allocates, releases or caches a block) and nothing
-        # else touched its tables since; its new tokens' keys wait for the
-        # next call that needs them. Inline: most decode calls end here.
-        quiet = None if tracked is None else tracked.quiet
-        if (quiet is not None and tracked.request is request
-                and new_computed_blocks is None
-                and not (num_new_computed_tokens
-                         or num_external_computed_tokens
-                         or full_sequence_must_fit)):
-            (epoch, lookahead, no_commit, computed_lo, computed_hi, main_lo,
-             main_hi, commit_lo, commit_hi) = quiet
-            if (epoch == self._epoch and lookahead == num_lookahead_tokens
-                    and no_commit == (delay_cache_blocks
-                                      or not self.enable_caching)):
-                total = request.num_computed_tokens
-                if total > self.max_model_len:
-                    total = self.max_model_len
-                main = total + num_new_tokens
-                if (computed_lo <= total <= computed_hi
-                        and main_lo <= main <= main_hi):
-                    if no_commit:
-                        return self.empty_kv_cache_blocks
-                    num_tokens = request.num_tokens
-                    if commit_lo <= (main if main < num_tokens
-                                     else num_tokens) <= commit_hi:
-                        return self.empty_kv_cache_blocks
-        # A running request's entry is _track's answer already.
-        if (tracked is None or tracked.request is not request
-                or tracked.mirror is None):
-            tracked = self._track(request, sync=False)
+        tracked = self._track(request, sync=False)
         hit = (None if new_computed_blocks is None
                and not num_new_computed_tokens
                else self._hit(tracked, num_new_computed_tokens,
@@ -442,7 +389,7 @@ class KVCacheManager:
         its id."""
         tracked = self._tracked.get(request.request_id)
         if tracked is None:
-            tracked = _Tracked(request, self._next_id)
+            tracked = _hkv.VllmTracked(request, self._next_id)
             self._next_id += 1
             self._tracked[request.request_id] = tracked
         elif tracked.request is not request:

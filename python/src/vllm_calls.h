@@ -1,0 +1,52 @@
+// The allocation hkv.vllm's KVCacheManager makes for an engine request, in
+// one call: shared by the module function vllm_allocate_slots
+// (vllm_calls.cc) and the manager's core type (vllm_manager.cc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "bindings.h"
+#include "hkv/cache_manager.h"
+#include "quiet_cells.h"
+
+namespace hkv::python {
+
+// The tokens an engine's request gained since its mirror last saw them,
+// with the keys of the units they complete (keys[keys_start:]).
+struct MirrorSync {
+  std::uint32_t num_new_tokens = 0;
+  py::handle keys;
+  std::size_t keys_start = 0;
+};
+
+// What the quiet record an allocation leaves needs (QuietCells::Record).
+struct QuietArgs {
+  const QuietCells& cells;
+  std::int64_t epoch = 0;
+  std::int64_t total_computed = 0;
+};
+
+// What an allocation does besides placing blocks: the commit up to
+// `commit_tokens` (none: no commit), and the ids placed in the groups
+// `zeroed_groups` (a tuple of bools, one per group) flags, appended to
+// `new_block_ids`.
+struct AfterPlacing {
+  std::optional<std::uint32_t> commit_tokens;
+  const py::tuple& zeroed_groups;
+  py::list& new_block_ids;
+};
+
+// The reference engine's allocate_slots in one call for hkv.vllm: the
+// mirror's sync, the allocation, then the commit. None when free blocks are
+// short; else (tables, quiet): per group the table from where this
+// allocation's slots start (NewBlocks::table_starts), an empty tuple when
+// every group's is empty (most decode steps), and the record
+// QuietCells::Record gives. Keys that do not convert raise UsageError before
+// anything changes.
+py::object AllocateSlots(CacheManager& cache, Request& request,
+                         const MirrorSync& sync, const AllocationRequest& args,
+                         const AfterPlacing& after, const QuietArgs& quiet);
+
+}  // namespace hkv::python

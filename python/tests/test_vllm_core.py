@@ -1,0 +1,150 @@
+"""hkv.vllm.KVCacheManager's core (_hkv.VllmManagerCore, C++): its
+allocate_slots takes a running request's calls itself and hands every other
+to the manager's Python, ``_allocate_slots``. The two paths must be one:
+same blocks, same tables, same free queue and cache after every call, the
+same errors."""
+import random
+
+import pytest
+
+import hkv
+import hkv.vllm as v
+from hkv import _hkv
+from test_vllm_manager import admit, config
+
+SPECS = (v.FullAttentionSpec(block_size=16),
+         v.MambaSpec(block_size=16, mamba_cache_mode="align"),
+         v.SlidingWindowSpec(block_size=16, sliding_window=48))
+
+
+class PythonOnly(v.KVCacheManager):
+    """Every allocation through the manager's Python."""
+
+    def allocate_slots(self, request, *args, **kwargs):
+        return self._allocate_slots(request, *args, **kwargs)
+
+
+class Counted(v.KVCacheManager):
+    """Counts the calls the core hands to the manager's Python."""
+    handed = 0
+
+    def _allocate_slots(self, *args, **kwargs):
+        Counted.handed += 1
+        return super()._allocate_slots(*args, **kwargs)
+
+
+class Int(int):
+    """An int the core does not take as one (it hands the call over)."""
+
+
+def state(kv, rid):
+    cache = kv.cache
+    return (kv.get_block_ids(rid), cache.free_queue(),
+            cache.cached_blocks_per_group(), list(kv._new_block_ids))
+
+
+def ids(blocks):
+    return None if blocks is None else blocks.get_block_ids()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_core_and_the_python_path_place_the_same_blocks(seed):
+    rng = random.Random(seed)
+    num_blocks = rng.randrange(40, 120)
+    managers = [cls(config(*SPECS, num_blocks=num_blocks),
+                    max_model_len=4096, hash_block_size=16)
+                for cls in (Counted, PythonOnly)]
+    Counted.handed = 0
+    shared = [rng.randrange(100) for _ in range(rng.randrange(0, 80))]
+    prompts = [shared + [rng.randrange(100) for _ in range(rng.randrange(1, 90))]
+               for _ in range(4)]
+    requests = [[v.Request(f"r{i}", p) for i, p in enumerate(prompts)]
+                for _ in managers]
+    for kv, rs in zip(managers, requests):
+        for r in rs:
+            admit(kv, r)
+    for step in range(60):
+        i = rng.randrange(len(prompts))
+        lookahead = rng.choice((0, 0, 2))
+        delay = rng.random() < 0.1
+        odd = rng.random() < 0.1  # an int subclass: handed to Python
+        results = []
+        for kv, rs in zip(managers, requests):
+            r = rs[i]
+            if r.request_id not in kv._tracked:
+                results.append("freed")
+                continue
+            r.append_output_token_ids(rng.randrange(100) if kv is managers[0]
+                                      else requests[0][i].all_token_ids[-1])
+            n = r.num_tokens - r.num_computed_tokens
+            new = kv.allocate_slots(r, Int(n) if odd else n,
+                                    num_lookahead_tokens=lookahead,
+                                    delay_cache_blocks=delay)
+            if new is not None:
+                r.num_computed_tokens = r.num_tokens
+                if delay:
+                    kv.cache_blocks(r, r.num_computed_tokens)
+            results.append((ids(new), state(kv, r.request_id)))
+            kv.take_new_block_ids()
+        assert results[0] == results[1], (seed, step)
+        if rng.random() < 0.05:
+            for kv, rs in zip(managers, requests):
+                kv.free(rs[i])
+    # Admissions, int subclasses and retries after a refusal go to Python;
+    # most decode calls must not.
+    assert Counted.handed < 30, Counted.handed
+
+
+def test_a_call_the_engine_would_reject_is_rejected_as_before():
+    kv = v.KVCacheManager(config(*SPECS), max_model_len=4096,
+                          hash_block_size=16)
+    a = v.Request("a", range(40))
+    admit(kv, a)
+    a.num_computed_tokens = 40
+    a.append_output_token_ids(7)
+    before = state(kv, "a")
+    with pytest.raises(ValueError, match="must be greater than 0"):
+        kv.allocate_slots(a, 0)
+    with pytest.raises(hkv.UsageError, match="num_encoder_tokens must be 0"):
+        kv.allocate_slots(a, 1, num_encoder_tokens=3)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        kv.allocate_slots(a, 1, num_tokens=1)
+    with pytest.raises(TypeError, match="multiple values"):
+        kv.allocate_slots(a, 1, num_new_tokens=1)
+    with pytest.raises(TypeError, match="missing"):
+        kv.allocate_slots(a)
+    with pytest.raises(TypeError, match="positional"):
+        kv.allocate_slots(a, 1, 0, None, 0, 0, False, 0, False, "more")
+    with pytest.raises(hkv.UsageError, match="exceed max_model_len"):
+        kv.allocate_slots(a, 5000)
+    # Nothing refused changed a table, and the mirror is in step.
+    assert state(kv, "a") == before
+    assert kv.allocate_slots(a, 1) is not None
+    assert kv._tracked["a"].mirror.num_tokens == a.num_tokens == 41
+
+
+def test_a_record_that_is_not_the_cells_is_no_record():
+    managers = [cls(config(*SPECS), max_model_len=4096, hash_block_size=16)
+                for cls in (v.KVCacheManager, PythonOnly)]
+    requests = [v.Request("a", range(40)) for _ in managers]
+    for kv, a in zip(managers, requests):
+        admit(kv, a)
+    record = managers[0]._tracked["a"].quiet
+    assert len(record) == 9
+    for bad in (("x",) * 9, record[:8], list(record),
+                record[:3] + (2 ** 70,) + record[4:]):
+        results = []
+        for kv, a in zip(managers, requests):
+            kv._tracked["a"].quiet = bad
+            a.append_output_token_ids(7)
+            results.append((ids(kv.allocate_slots(a, 1)), state(kv, "a")))
+            a.num_computed_tokens += 1
+        assert results[0] == results[1], bad
+
+
+def test_a_tracked_mirror_is_an_hkv_request():
+    tracked = _hkv.VllmTracked("request", 3)
+    assert (tracked.request, tracked.id, tracked.mirror) == ("request", 3, None)
+    with pytest.raises(TypeError, match="mirror must be an hkv Request"):
+        tracked.mirror = "not a request"
+    assert tracked.mirror is None
