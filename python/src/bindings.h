@@ -132,6 +132,7 @@ void BindTiers(py::module_& m);
 void BindQuietCells(py::module_& m);
 void BindVllmCalls(py::module_& m);
 void BindVllmTracked(py::module_& m);
+void BindVllmHit(py::module_& m);
 void BindVllmManager(py::module_& m);
 
 }  // namespace hkv::python

@@ -72,5 +72,6 @@ PYBIND11_MODULE(_hkv, m) {
   hkv::python::BindQuietCells(m);
   hkv::python::BindVllmCalls(m);
   hkv::python::BindVllmTracked(m);
+  hkv::python::BindVllmHit(m);
   hkv::python::BindVllmManager(m);
 }

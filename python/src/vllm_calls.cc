@@ -15,6 +15,7 @@
 #include "fast_call.h"
 #include "hkv/cache_manager.h"
 #include "quiet_cells.h"
+#include "vllm_hit.h"
 
 namespace hkv::python {
 namespace {
@@ -44,27 +45,14 @@ class ListKeys : public KeySource {
   const char* what_;
 };
 
-// `ids` as a list of ints, without the null block with `skip_null`. Built
-// with CPython's list calls: pybind11's item assignment costs about twice
-// as much an id, and a chunk places 512 ids a group.
-py::list IdList(std::span<const BlockId> ids, bool skip_null) {
-  const auto n = static_cast<Py_ssize_t>(
-      skip_null ? static_cast<std::size_t>(std::count_if(
-                      ids.begin(), ids.end(),
-                      [](BlockId id) { return id != kNullBlock; }))
-                : ids.size());
-  py::list out(n);
-  Py_ssize_t at = 0;
-  for (BlockId id : ids) {
-    if (skip_null && id == kNullBlock) continue;
-    PyObject* value = PyLong_FromUnsignedLong(ToIndex(id));
-    if (value == nullptr) throw py::error_already_set();
-    PyList_SET_ITEM(out.ptr(), at++, value);
-  }
-  return out;
-}
-
 }  // namespace
+
+CacheHit LookupEngineKeys(const CacheManager& cache, RequestId id,
+                          std::uint32_t num_tokens, py::handle keys,
+                          std::size_t num_keys) {
+  const ListKeys source(keys, num_keys, "vllm_lookup_keys(): keys");
+  return cache.LookupKeys(id, num_tokens, source);
+}
 
 py::object AllocateSlots(CacheManager& cache, Request& request,
                          const MirrorSync& sync, const AllocationRequest& args,
@@ -131,11 +119,19 @@ py::object LookupKeysCall(const FastArgs& args) {
   const auto id = args.Get<RequestId>(1, "id");
   const auto num_tokens = args.Get<std::uint32_t>(2, "num_tokens");
   const auto num_keys = args.Get<std::size_t>(4, "num_keys");
-  const ListKeys source(args[3], num_keys, "vllm_lookup_keys(): keys");
-  CacheHit hit = cache.LookupKeys(id, num_tokens, source);
+  CacheHit hit = LookupEngineKeys(cache, id, num_tokens, args[3], num_keys);
   const std::uint32_t num_hits = hit.num_tokens;
-  return py::make_tuple(py::cast(std::move(hit), py::return_value_policy::move),
-                        num_hits);
+  return py::make_tuple(NewVllmHit(std::move(hit)), num_hits);
+}
+
+// The hit argument: a VllmHit or None.
+const CacheHit* HitArg(py::handle value) {
+  if (value.is_none()) return nullptr;
+  if (const CacheHit* hit = VllmHitOf(value.ptr())) return hit;
+  throw UsageError(
+      "vllm_allocate_slots(): hit must be a VllmHit or None, "
+      "got " +
+      ShortRepr(value));
 }
 
 // vllm_allocate_slots(cache, request, num_new_tokens, num_computed_tokens,
@@ -155,7 +151,7 @@ py::object AllocateSlotsCall(const FastArgs& args) {
       .num_new_tokens = args.Get<std::uint32_t>(2, "num_new_tokens"),
       .num_lookahead_tokens =
           args.Get<std::uint32_t>(5, "num_lookahead_tokens"),
-      .hit = args.Get<const CacheHit*>(4, "hit"),
+      .hit = HitArg(args[4]),
       .gate = args.Get<bool>(7, "whole_sequence")
                   ? AdmissionGate::kWholeSequence
                   : AdmissionGate::kNextChunk};
@@ -180,7 +176,7 @@ constexpr char kLookupKeys[] = "vllm_lookup_keys";
 constexpr char kAllocateSlots[] = "vllm_allocate_slots";
 
 PyMethodDef lookup_keys_def = FastMethod<kLookupKeys, 5, &LookupKeysCall>(
-    "vllm_lookup_keys(cache, id, num_tokens, keys, num_keys): (the CacheHit "
+    "vllm_lookup_keys(cache, id, num_tokens, keys, num_keys): (the VllmHit "
     "of the request id's lookup, of num_tokens tokens keyed keys[:num_keys] "
     "(read as probed), its num_tokens).");
 PyMethodDef allocate_slots_def =

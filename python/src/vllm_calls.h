@@ -38,6 +38,14 @@ struct AfterPlacing {
   py::list& new_block_ids;
 };
 
+// The lookup for the request `id` will be, of num_tokens tokens, whose keys
+// are keys[:num_keys] (an engine's list of bytes, one per complete hash
+// unit), read only as far as the lookup probes them. UsageError for fewer
+// keys or ones that do not convert.
+CacheHit LookupEngineKeys(const CacheManager& cache, RequestId id,
+                          std::uint32_t num_tokens, py::handle keys,
+                          std::size_t num_keys);
+
 // The reference engine's allocate_slots in one call for hkv.vllm: the
 // mirror's sync, the allocation, then the commit. None when free blocks are
 // short; else (tables, quiet): per group the table from where this

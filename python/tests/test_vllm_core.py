@@ -18,19 +18,27 @@ SPECS = (v.FullAttentionSpec(block_size=16),
 
 
 class PythonOnly(v.KVCacheManager):
-    """Every allocation through the manager's Python."""
+    """Every lookup and allocation through the manager's Python."""
 
     def allocate_slots(self, request, *args, **kwargs):
         return self._allocate_slots(request, *args, **kwargs)
+
+    def get_computed_blocks(self, request):
+        return self._get_computed_blocks(request)
 
 
 class Counted(v.KVCacheManager):
     """Counts the calls the core hands to the manager's Python."""
     handed = 0
+    lookups_handed = 0
 
     def _allocate_slots(self, *args, **kwargs):
         Counted.handed += 1
         return super()._allocate_slots(*args, **kwargs)
+
+    def _get_computed_blocks(self, request):
+        Counted.lookups_handed += 1
+        return super()._get_computed_blocks(request)
 
 
 class Int(int):
@@ -52,9 +60,9 @@ def test_the_core_and_the_python_path_place_the_same_blocks(seed):
     rng = random.Random(seed)
     num_blocks = rng.randrange(40, 120)
     managers = [cls(config(*SPECS, num_blocks=num_blocks),
-                    max_model_len=4096, hash_block_size=16)
+                    max_model_len=4096, hash_block_size=16, log_stats=True)
                 for cls in (Counted, PythonOnly)]
-    Counted.handed = 0
+    Counted.handed = Counted.lookups_handed = 0
     shared = [rng.randrange(100) for _ in range(rng.randrange(0, 80))]
     prompts = [shared + [rng.randrange(100) for _ in range(rng.randrange(1, 90))]
                for _ in range(4)]
@@ -87,11 +95,21 @@ def test_the_core_and_the_python_path_place_the_same_blocks(seed):
             results.append((ids(new), state(kv, r.request_id)))
             kv.take_new_block_ids()
         assert results[0] == results[1], (seed, step)
-        if rng.random() < 0.05:
+        if rng.random() < 0.1:  # freed, then back longer: a lookup
+            more = [rng.randrange(100) for _ in range(rng.randrange(1, 40))]
+            admitted = []
             for kv, rs in zip(managers, requests):
                 kv.free(rs[i])
-    # Admissions, int subclasses and retries after a refusal go to Python;
-    # most decode calls must not.
+                rs[i] = v.Request(f"r{i}", rs[i].all_token_ids + more)
+                hit, new = admit(kv, rs[i])
+                admitted.append((hit, ids(new), state(kv, f"r{i}")))
+            assert admitted[0] == admitted[1], (seed, step)
+    stats = [kv.make_prefix_cache_stats() for kv in managers]
+    assert stats[0] == stats[1] and stats[0].requests > len(prompts)
+    # Only the first lookup, before any keys were read, goes to Python.
+    assert Counted.lookups_handed == 1
+    # Admissions (a hit or none, passed back), int subclasses and retries
+    # after a refusal go to Python; most decode calls must not.
     assert Counted.handed < 30, Counted.handed
 
 
@@ -148,3 +166,19 @@ def test_a_tracked_mirror_is_an_hkv_request():
     with pytest.raises(TypeError, match="mirror must be an hkv Request"):
         tracked.mirror = "not a request"
     assert tracked.mirror is None
+
+
+def test_a_hit_is_its_ids_when_called():
+    kv = v.KVCacheManager(config(*SPECS), max_model_len=4096,
+                          hash_block_size=16)
+    admit(kv, v.Request("a", range(64)))
+    kv.free(v.Request("a", range(64)))
+    b = v.Request("b", range(80))
+    blocks, num_hits = kv.get_computed_blocks(b)
+    hit = kv._tracked["b"].hit
+    assert isinstance(hit, _hkv.VllmHit) and hit.num_tokens == num_hits == 64
+    assert hit() == blocks.get_block_ids() == tuple(hit.cache_hit().blocks)
+    with pytest.raises(TypeError, match="takes no arguments"):
+        hit(1)
+    with pytest.raises(hkv.UsageError, match=r"VllmHit\(\): cache_hit must"):
+        _hkv.VllmHit(3)

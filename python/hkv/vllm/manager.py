@@ -89,7 +89,7 @@ class KVCacheManager(_hkv.VllmManagerCore):
         self.hash_block_size = hash_block_size
         self.enable_caching = bool(enable_caching)
         self.use_eagle = use_eagle
-        self.log_stats = log_stats
+        self.log_stats = bool(log_stats)
         self.metrics_collector = None
         self.prefix_cache_stats = self._engine.PrefixCacheStats() if log_stats \
             else None
@@ -137,10 +137,13 @@ class KVCacheManager(_hkv.VllmManagerCore):
         self.prefix_cache_stats = self._engine.PrefixCacheStats()
         return stats
 
-    def get_computed_blocks(self, request):
-        """``(KVCacheBlocks, num_tokens)``: the longest cached prefix of a
-        request holding no blocks, at most num_tokens - 1 tokens; none
-        with caching off or ``skip_reading_prefix_cache``."""
+    # get_computed_blocks is the core's too: a request's lookup before its
+    # first allocation runs in C++ (its keys read as the lookup probes
+    # them: a warm 128k-token prompt reads a few hundred of 8,192). Every
+    # other lookup comes here.
+
+    def _get_computed_blocks(self, request):
+        """get_computed_blocks (the core's docstring) in full."""
         if not self.enable_caching or request.skip_reading_prefix_cache:
             return self.empty_kv_cache_blocks, 0
         tracked = self._entry(request)
@@ -149,26 +152,29 @@ class KVCacheManager(_hkv.VllmManagerCore):
                 f"get_computed_blocks for request {request.request_id!r}, "
                 "which holds blocks: only a new or preempted request looks up")
         if tracked.mirror is None:
-            # Its keys read as the lookup probes them (a warm 128k-token
-            # prompt: a few hundred of 8,192).
             count = request.num_tokens // self.hash_block_size
             hit, num_hits = _hkv.vllm_lookup_keys(
                 self.cache, tracked.id, request.num_tokens,
                 self._keys(request, count), count)
         else:
             self._sync(tracked)
-            hit = self.cache.lookup(tracked.mirror)
+            hit = _hkv.VllmHit(self.cache.lookup(tracked.mirror))
             num_hits = hit.num_tokens
         tracked.hit = hit
         if self.log_stats:
-            self.prefix_cache_stats.record(
-                num_tokens=request.num_tokens, num_hits=num_hits,
-                preempted=request.num_preemptions > 0)
-        # A hit of no tokens has no blocks in any group.
-        blocks = (self._engine.BlocksOverIds(lambda: hit.blocks, self._views)
+            self._record_lookup(request, num_hits)
+        # A hit of no tokens has no blocks in any group; a VllmHit called
+        # gives its ids.
+        blocks = (self._engine.BlocksOverIds(hit, self._views)
                   if num_hits else self.empty_kv_cache_blocks)
         tracked.hit_blocks = blocks
         return blocks, num_hits
+
+    def _record_lookup(self, request, num_hits):
+        """Counts a lookup in the prefix-cache statistics."""
+        self.prefix_cache_stats.record(
+            num_tokens=request.num_tokens, num_hits=num_hits,
+            preempted=request.num_preemptions > 0)
 
     # allocate_slots is the core's (_hkv.VllmManagerCore, in C++): a
     # running request's call that changes nothing (its token counts in the
@@ -357,7 +363,7 @@ class KVCacheManager(_hkv.VllmManagerCore):
         return self._engine.BlocksOverIds(tables, self._views)
 
     def _hit(self, tracked, num_tokens, blocks):
-        """The CacheHit to adopt: the request's lookup cut to
+        """The VllmHit to adopt: the request's lookup cut to
         ``num_tokens``, or None. Raises hkv.UsageError for a hit the
         request was not given."""
         own = blocks is not None and blocks is tracked.hit_blocks
@@ -372,11 +378,11 @@ class KVCacheManager(_hkv.VllmManagerCore):
                 + ("holds blocks already" if tracked.holds else
                    "get_computed_blocks has not looked up"))
         if num_tokens != hit.num_tokens:
-            hit = self.cache.truncate_hit(hit, whole("num_new_computed_tokens",
-                                                     num_tokens))
+            hit = _hkv.VllmHit(self.cache.truncate_hit(
+                hit.cache_hit(), whole("num_new_computed_tokens", num_tokens)))
         elif own:  # the lookup's own blocks, whole: nothing to compare
             return hit
-        if passed and blocks.get_block_ids() != tuple(hit.blocks):
+        if passed and blocks.get_block_ids() != hit():
             raise _hkv.UsageError(
                 f"new_computed_blocks for request "
                 f"{tracked.request.request_id!r} are not its lookup's "

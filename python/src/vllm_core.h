@@ -1,0 +1,87 @@
+// hkv.vllm.KVCacheManager's core (_hkv.VllmManagerCore): the CPython type
+// the manager's Python class derives from, so that the calls the engine's
+// scheduler makes per request are C methods. allocate_slots
+// (vllm_core_allocate.cc): a quiet decode call returns without running
+// Python, and a running request's allocation without a hit runs its
+// mirror's sync, the allocation and the commit here. get_computed_blocks
+// (vllm_core_lookup.cc): a request's first lookup, keyed from the engine's
+// block hashes. Every call these paths do not take as it is (a first
+// allocation, a hit, connector tokens, events on, caching off, arguments that
+// are not plain ints and bools, anything to raise about) goes to the
+// manager's Python (`_allocate_slots`, `_get_computed_blocks`) with the
+// arguments as given. The type itself is in vllm_manager.cc.
+#pragma once
+
+#include <Python.h>
+
+#include <optional>
+
+#include "bindings.h"
+#include "hkv/cache_manager.h"
+#include "quiet_cells.h"
+
+namespace hkv::python {
+
+struct Core {
+  PyObject_HEAD
+      // Attributes the manager's Python sets and reads.
+      PyObject* tracked;    // dict: engine request id -> VllmTracked
+  PyObject* empty_blocks;   // the shared empty KVCacheBlocks
+  PyObject* new_block_ids;  // list: ids placed in zeroed groups
+  long long epoch;          // bumped by calls that change tables elsewhere
+  long long next_id;        // the next tracked request's mirror id
+  long long max_model_len;
+  char enable_caching;
+  char log_stats;
+  // Set once by _bind_core.
+  PyObject* cache_object;
+  CacheManager* cache;
+  PyObject* cells_object;
+  const QuietCells* cells;
+  PyObject* zeroed;       // tuple of bools, one per group
+  PyObject* blocks_type;  // BlocksOverIds
+  PyObject* views;        // the block objects by id
+  PyObject* block_pool;   // its enable_kv_cache_events and digest_size
+  long long hash_block_size;
+  char digest_known;  // block_pool.digest_size was seen set
+};
+
+// Interned names of the attributes and methods the core reads and calls.
+struct CoreNames {
+  PyObject* request_id = nullptr;
+  PyObject* num_computed_tokens = nullptr;
+  PyObject* num_tokens = nullptr;
+  PyObject* block_hashes = nullptr;
+  PyObject* skip_reading_prefix_cache = nullptr;
+  PyObject* enable_kv_cache_events = nullptr;
+  PyObject* digest_size = nullptr;
+  PyObject* python_allocate_slots = nullptr;
+  PyObject* python_get_computed_blocks = nullptr;
+  PyObject* record_lookup = nullptr;
+};
+const CoreNames& Names();
+
+// A plain int's value (`fallback` for nullptr, an argument not given), or
+// nothing for anything else (a bool, a subclass, one beyond 64 bits).
+std::optional<long long> PlainInt(PyObject* value, long long fallback = 0);
+// A flag's value (false for nullptr), or nothing unless True or False.
+std::optional<bool> PlainFlag(PyObject* value);
+// `owner.name` as a plain int, or nothing (any error cleared).
+std::optional<long long> IntAttr(PyObject* owner, PyObject* name);
+bool FitsU32(long long v);
+// Whether the block pool has learnt the engine's digest size (the manager's
+// Python learns it from the first keys it reads).
+bool DigestKnown(Core& core);
+// The manager's Python method `name` with the arguments as given.
+PyObject* CallPython(PyObject* self, PyObject* name, PyObject* const* args,
+                     Py_ssize_t nargs, PyObject* kwnames);
+
+// The C methods (METH_FASTCALL | METH_KEYWORDS).
+PyObject* AllocateSlotsMethod(PyObject* self, PyObject* const* args,
+                              Py_ssize_t nargs, PyObject* kwnames);
+PyObject* GetComputedBlocksMethod(PyObject* self, PyObject* const* args,
+                                  Py_ssize_t nargs, PyObject* kwnames);
+// Interns allocate_slots' parameter names (once, at the module's import).
+void InternAllocateArgs();
+
+}  // namespace hkv::python

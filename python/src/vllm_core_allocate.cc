@@ -1,0 +1,280 @@
+// allocate_slots of hkv.vllm's manager core (vllm_core.h): a running
+// request's call with no hit, connector or encoder tokens, plain ints and
+// bools, caching on and events off runs here whole: the quiet check against
+// its record (QuietCells), else the mirror's sync, the allocation and the
+// commit (AllocateSlots, vllm_calls.h) and the KVCacheBlocks result.
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "bindings.h"
+#include "fast_call.h"
+#include "vllm_calls.h"
+#include "vllm_core.h"
+#include "vllm_tracked.h"
+
+namespace hkv::python {
+namespace {
+
+// allocate_slots' parameters, in the engine's order.
+enum Arg {
+  kRequest,
+  kNumNewTokens,
+  kNumNewComputedTokens,
+  kNewComputedBlocks,
+  kNumLookaheadTokens,
+  kNumExternalComputedTokens,
+  kDelayCacheBlocks,
+  kNumEncoderTokens,
+  kFullSequenceMustFit,
+  kNumArgs
+};
+constexpr std::array<const char*, kNumArgs> kArgNames = {
+    "request",
+    "num_new_tokens",
+    "num_new_computed_tokens",
+    "new_computed_blocks",
+    "num_lookahead_tokens",
+    "num_external_computed_tokens",
+    "delay_cache_blocks",
+    "num_encoder_tokens",
+    "full_sequence_must_fit"};
+
+// Interned kArgNames.
+std::array<PyObject*, kNumArgs> arg_names{};
+
+// The arguments by parameter (nullptr: not given). False for anything
+// Python would raise about (too many, unknown or repeated names).
+bool ParseArgs(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+               std::array<PyObject*, kNumArgs>& out) {
+  if (nargs > kNumArgs) return false;
+  std::copy(args, args + nargs, out.begin());
+  const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    PyObject* name = PyTuple_GET_ITEM(kwnames, k);
+    std::size_t i = 0;
+    while (i < kNumArgs && arg_names[i] != name &&
+           PyUnicode_Compare(arg_names[i], name) != 0) {
+      ++i;
+    }
+    if (i == kNumArgs || out[i] != nullptr) return false;
+    out[i] = args[nargs + k];
+  }
+  return out[kRequest] != nullptr && out[kNumNewTokens] != nullptr;
+}
+
+// What the calls this path takes have in common: a running request's
+// allocation of new tokens with nothing else to place.
+struct Call {
+  PyObject* request;
+  Tracked* tracked;
+  long long num_new_tokens;
+  long long lookahead;
+  bool no_commit;  // delay_cache_blocks or caching off
+};
+
+// Whether the call changes nothing (QuietCells::Record's ranges hold). Reads
+// the request's computed tokens into `computed` when it gets that far.
+bool IsQuiet(const Core& core, const Call& call,
+             std::optional<long long>& computed) {
+  // (epoch, lookahead, commit is None, computed lo, hi, main lo, hi, commit
+  // lo, hi), as QuietCells::Record leaves it; anything else is no record.
+  PyObject* record = call.tracked->quiet;
+  if (IsNone(record) || !PyTuple_CheckExact(record) ||
+      PyTuple_GET_SIZE(record) != 9) {
+    return false;
+  }
+  std::array<long long, 9> r{};
+  for (Py_ssize_t i = 0; i < 9; ++i) {
+    PyObject* item = PyTuple_GET_ITEM(record, i);
+    std::optional<long long> v = PlainInt(item);
+    if (i == 2) {
+      const auto flag = PlainFlag(item);
+      v = flag ? std::optional<long long>(*flag) : std::nullopt;
+    }
+    if (!v) return false;
+    r[static_cast<std::size_t>(i)] = *v;
+  }
+  if (r[0] != core.epoch || r[1] != call.lookahead ||
+      (r[2] != 0) != call.no_commit) {
+    return false;
+  }
+  computed = IntAttr(call.request, Names().num_computed_tokens);
+  if (!computed || !FitsU32(*computed)) return false;
+  const long long total = std::min(*computed, core.max_model_len);
+  const long long main = total + call.num_new_tokens;
+  if (total < r[3] || total > r[4] || main < r[5] || main > r[6]) {
+    return false;
+  }
+  if (call.no_commit) return true;
+  const auto num_tokens = IntAttr(call.request, Names().num_tokens);
+  if (!num_tokens) return false;
+  const long long cached = std::min(main, *num_tokens);
+  return r[7] <= cached && cached <= r[8];
+}
+
+// Whether the block pool publishes events (then the manager's Python drains
+// them) or has not learnt the keys' digest size (its Python does that).
+bool PoolNeedsPython(Core& core) {
+  PyObject* events =
+      PyObject_GetAttr(core.block_pool, Names().enable_kv_cache_events);
+  const int on = events == nullptr ? -1 : PyObject_IsTrue(events);
+  Py_XDECREF(events);
+  if (on != 0) {
+    PyErr_Clear();
+    return true;
+  }
+  return !DigestKnown(core);
+}
+
+// The allocation of a call that is not quiet, or nothing when the manager's
+// Python must make it. Throws what AllocateSlots throws.
+std::optional<py::object> Allocate(Core& core, const Call& call,
+                                   std::optional<long long> computed) {
+  Tracked& t = *call.tracked;
+  if (!core.enable_caching || PoolNeedsPython(core)) return std::nullopt;
+  if (!computed) computed = IntAttr(call.request, Names().num_computed_tokens);
+  const auto num_tokens = IntAttr(call.request, Names().num_tokens);
+  if (!computed || !num_tokens || !FitsU32(*computed) ||
+      !FitsU32(*num_tokens) || *num_tokens < t.num_tokens ||
+      !PyList_CheckExact(core.new_block_ids)) {
+    return std::nullopt;
+  }
+  const long long total_computed = std::min(*computed, core.max_model_len);
+  std::optional<std::uint32_t> commit;
+  if (!call.no_commit) {
+    commit = static_cast<std::uint32_t>(
+        std::min(total_computed + call.num_new_tokens, *num_tokens));
+  }
+  MirrorSync sync{
+      .num_new_tokens = static_cast<std::uint32_t>(*num_tokens - t.num_tokens),
+      .keys = py::none(),
+      .keys_start = static_cast<std::size_t>(t.num_keys)};
+  long long count = t.num_keys;
+  py::object keys;
+  if (sync.num_new_tokens > 0) {
+    count = *num_tokens / core.hash_block_size;
+    keys = py::reinterpret_steal<py::object>(
+        PyObject_GetAttr(call.request, Names().block_hashes));
+    if (!keys || !PyList_CheckExact(keys.ptr()) ||
+        PyList_GET_SIZE(keys.ptr()) < count || t.num_keys > count) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    sync.keys = keys;
+  }
+  const AllocationRequest allocation{
+      .num_computed_tokens = static_cast<std::uint32_t>(*computed),
+      .num_new_tokens = static_cast<std::uint32_t>(call.num_new_tokens),
+      .num_lookahead_tokens = static_cast<std::uint32_t>(call.lookahead)};
+  const py::tuple zeroed = py::reinterpret_borrow<py::tuple>(core.zeroed);
+  py::list new_block_ids = py::reinterpret_borrow<py::list>(core.new_block_ids);
+  py::object placed;
+  try {
+    placed = AllocateSlots(*core.cache, *t.mirror_request, sync, allocation,
+                           {.commit_tokens = commit,
+                            .zeroed_groups = zeroed,
+                            .new_block_ids = new_block_ids},
+                           {.cells = *core.cells,
+                            .epoch = core.epoch,
+                            .total_computed = total_computed});
+  } catch (...) {
+    if (t.mirror_request->num_tokens() != t.num_tokens) {  // synced
+      t.num_tokens = *num_tokens;
+      t.num_keys = count;
+    }
+    throw;
+  }
+  t.num_tokens = *num_tokens;
+  t.num_keys = count;
+  if (placed.is_none()) return placed;
+  PyObject* tables = PyTuple_GET_ITEM(placed.ptr(), 0);
+  SetField(t.quiet, PyTuple_GET_ITEM(placed.ptr(), 1));
+  t.holds = 1;
+  SetField(t.hit, nullptr);
+  SetField(t.hit_blocks, nullptr);
+  if (PyTuple_GET_SIZE(tables) == 0) {
+    return py::reinterpret_borrow<py::object>(core.empty_blocks);
+  }
+  std::array<PyObject*, 2> blocks_args = {tables, core.views};
+  PyObject* blocks =
+      PyObject_Vectorcall(core.blocks_type, blocks_args.data(), 2, nullptr);
+  if (blocks == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(blocks);
+}
+
+// The call as this path takes it, or nothing.
+std::optional<Call> TakeCall(const Core& core,
+                             const std::array<PyObject*, kNumArgs>& a) {
+  const auto num_new = PlainInt(a[kNumNewTokens]);
+  const auto lookahead = PlainInt(a[kNumLookaheadTokens]);
+  const auto delay = PlainFlag(a[kDelayCacheBlocks]);
+  if (!num_new || *num_new <= 0 || !FitsU32(*num_new) || !lookahead ||
+      !FitsU32(*lookahead) || !delay ||
+      PlainInt(a[kNumNewComputedTokens]) != 0 ||
+      PlainInt(a[kNumExternalComputedTokens]) != 0 ||
+      PlainInt(a[kNumEncoderTokens]) != 0 ||
+      PlainFlag(a[kFullSequenceMustFit]) != false ||
+      !IsNone(a[kNewComputedBlocks]) || core.tracked == nullptr ||
+      !PyDict_CheckExact(core.tracked) || core.cache == nullptr) {
+    return std::nullopt;
+  }
+  PyObject* id = PyObject_GetAttr(a[kRequest], Names().request_id);
+  PyObject* entry =
+      id == nullptr ? nullptr : PyDict_GetItemWithError(core.tracked, id);
+  Py_XDECREF(id);
+  PyErr_Clear();
+  Tracked* t = AsTracked(entry);
+  if (t == nullptr || t->request != a[kRequest] ||
+      t->mirror_request == nullptr) {
+    return std::nullopt;
+  }
+  return Call{.request = a[kRequest],
+              .tracked = t,
+              .num_new_tokens = *num_new,
+              .lookahead = *lookahead,
+              .no_commit = *delay || !core.enable_caching};
+}
+
+}  // namespace
+
+void InternAllocateArgs() {
+  for (std::size_t i = 0; i < kNumArgs; ++i) {
+    arg_names[i] = PyUnicode_InternFromString(kArgNames[i]);
+    if (arg_names[i] == nullptr) throw py::error_already_set();
+  }
+}
+
+PyObject* AllocateSlotsMethod(PyObject* self, PyObject* const* args,
+                              Py_ssize_t nargs, PyObject* kwnames) {
+  Core& core = *reinterpret_cast<Core*>(self);
+  std::array<PyObject*, kNumArgs> a{};
+  try {
+    const std::optional<Call> call =
+        ParseArgs(args, nargs, kwnames, a) ? TakeCall(core, a) : std::nullopt;
+    if (call) {
+      // The entry stays alive while Python runs (a property's getter).
+      const py::object keep = py::reinterpret_borrow<py::object>(
+          reinterpret_cast<PyObject*>(call->tracked));
+      std::optional<long long> computed;
+      if (IsQuiet(core, *call, computed)) {
+        return Py_NewRef(core.empty_blocks);
+      }
+      if (std::optional<py::object> done = Allocate(core, *call, computed)) {
+        return done->release().ptr();
+      }
+    }
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return nullptr;
+  } catch (abi::__forced_unwind&) {
+    throw;
+  } catch (...) {
+    return RaiseInPython();
+  }
+  return CallPython(self, Names().python_allocate_slots, args, nargs, kwnames);
+}
+
+}  // namespace hkv::python

@@ -1,0 +1,141 @@
+// get_computed_blocks of hkv.vllm's manager core (vllm_core.h): a request's
+// lookup before it is first allocated, keyed from the engine's block hashes
+// as the lookup probes them, its hit kept as a VllmHit (the lazy ids of the
+// KVCacheBlocks returned). A request looked up again after a preemption
+// (its mirror built), caching off, a request that skips the cache, and
+// anything to raise about go to the manager's Python.
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "bindings.h"
+#include "fast_call.h"
+#include "vllm_calls.h"
+#include "vllm_core.h"
+#include "vllm_hit.h"
+#include "vllm_tracked.h"
+
+namespace hkv::python {
+namespace {
+
+// The request's entry if this path takes its lookup: its tracked entry (a
+// new one is made by Lookup), the token count and its keys.
+struct Lookup {
+  PyObject* request = nullptr;
+  py::object id;       // request.request_id
+  py::object tracked;  // None: none yet
+  long long num_tokens = 0;
+  long long num_keys = 0;
+  py::object keys;  // request.block_hashes
+};
+
+std::optional<Lookup> TakeLookup(Core& core, PyObject* request) {
+  if (!core.enable_caching || core.cache == nullptr ||
+      core.tracked == nullptr || !PyDict_CheckExact(core.tracked)) {
+    return std::nullopt;
+  }
+  const CoreNames& names = Names();
+  Lookup call;
+  call.request = request;
+  const auto skip = py::reinterpret_steal<py::object>(
+      PyObject_GetAttr(request, names.skip_reading_prefix_cache));
+  call.id = py::reinterpret_steal<py::object>(
+      PyObject_GetAttr(request, names.request_id));
+  PyObject* entry =
+      call.id ? PyDict_GetItemWithError(core.tracked, call.id.ptr()) : nullptr;
+  PyErr_Clear();
+  const auto num_tokens = IntAttr(request, names.num_tokens);
+  if (skip.ptr() != Py_False || !call.id || !num_tokens ||
+      !FitsU32(*num_tokens)) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  if (entry != nullptr) {
+    const Tracked* t = AsTracked(entry);
+    if (t == nullptr || t->request != request || !IsNone(t->mirror) ||
+        t->holds) {
+      return std::nullopt;
+    }
+    call.tracked = py::reinterpret_borrow<py::object>(entry);
+  }
+  call.num_tokens = *num_tokens;
+  call.num_keys = *num_tokens / core.hash_block_size;
+  call.keys = py::reinterpret_steal<py::object>(
+      PyObject_GetAttr(request, names.block_hashes));
+  if (!call.keys || !PyList_CheckExact(call.keys.ptr()) ||
+      PyList_GET_SIZE(call.keys.ptr()) < call.num_keys ||
+      (call.num_keys > 0 && !DigestKnown(core))) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  return call;
+}
+
+// The request's tracked entry, made and registered if it has none.
+Tracked& Entry(Core& core, Lookup& call) {
+  if (call.tracked) return *AsTracked(call.tracked.ptr());
+  PyTypeObject* type = TrackedType();
+  call.tracked = py::reinterpret_steal<py::object>(type->tp_alloc(type, 0));
+  if (!call.tracked) throw py::error_already_set();
+  Tracked& t = *AsTracked(call.tracked.ptr());
+  SetField(t.request, call.request);
+  t.id = core.next_id;
+  if (PyDict_SetItem(core.tracked, call.id.ptr(), call.tracked.ptr()) != 0) {
+    throw py::error_already_set();
+  }
+  ++core.next_id;
+  return t;
+}
+
+// (KVCacheBlocks, num_tokens) of the lookup.
+py::object Run(Core& core, PyObject* self, Lookup& call) {
+  Tracked& t = Entry(core, call);
+  py::object hit = NewVllmHit(
+      LookupEngineKeys(*core.cache, RequestId{static_cast<std::uint64_t>(t.id)},
+                       static_cast<std::uint32_t>(call.num_tokens), call.keys,
+                       static_cast<std::size_t>(call.num_keys)));
+  const std::uint32_t num_hits = VllmHitOf(hit.ptr())->num_tokens;
+  SetField(t.hit, hit.ptr());
+  py::object num_hits_object = py::int_(num_hits);
+  if (core.log_stats) {
+    std::array<PyObject*, 3> args = {self, call.request, num_hits_object.ptr()};
+    const auto done =
+        py::reinterpret_steal<py::object>(PyObject_VectorcallMethod(
+            Names().record_lookup, args.data(), 3, nullptr));
+    if (!done) throw py::error_already_set();
+  }
+  py::object blocks = py::reinterpret_borrow<py::object>(core.empty_blocks);
+  if (num_hits > 0) {  // a hit of no tokens has no blocks in any group
+    std::array<PyObject*, 2> args = {hit.ptr(), core.views};
+    blocks = py::reinterpret_steal<py::object>(
+        PyObject_Vectorcall(core.blocks_type, args.data(), 2, nullptr));
+    if (!blocks) throw py::error_already_set();
+  }
+  SetField(t.hit_blocks, blocks.ptr());
+  return py::make_tuple(blocks, num_hits_object);
+}
+
+}  // namespace
+
+PyObject* GetComputedBlocksMethod(PyObject* self, PyObject* const* args,
+                                  Py_ssize_t nargs, PyObject* kwnames) {
+  Core& core = *reinterpret_cast<Core*>(self);
+  try {
+    if (nargs == 1 && kwnames == nullptr) {
+      if (std::optional<Lookup> call = TakeLookup(core, args[0])) {
+        return Run(core, self, *call).release().ptr();
+      }
+    }
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return nullptr;
+  } catch (abi::__forced_unwind&) {
+    throw;
+  } catch (...) {
+    return RaiseInPython();
+  }
+  return CallPython(self, Names().python_get_computed_blocks, args, nargs,
+                    kwnames);
+}
+
+}  // namespace hkv::python
