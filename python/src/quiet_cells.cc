@@ -71,10 +71,38 @@ std::pair<std::int64_t, std::int64_t> QuietCells::Cell(std::int64_t x) const {
   return {lo, hi};
 }
 
-py::tuple QuietCells::Record(std::int64_t epoch, std::int64_t total_computed,
-                             std::int64_t num_new_tokens,
-                             std::int64_t lookahead,
-                             std::optional<std::int64_t> commit) const {
+py::tuple QuietRecord::AsTuple() const {
+  return py::make_tuple(epoch, lookahead, no_commit, computed_lo, computed_hi,
+                        main_lo, main_hi, commit_lo, commit_hi);
+}
+
+QuietRecord QuietRecord::FromTuple(py::handle tuple) {
+  if (!PyTuple_Check(tuple.ptr()) || PyTuple_GET_SIZE(tuple.ptr()) != 9 ||
+      !PyBool_Check(PyTuple_GET_ITEM(tuple.ptr(), 2))) {
+    throw UsageError(
+        "a quiet record is a tuple of 9: (epoch, lookahead, "
+        "commit is None, then six token counts), got " +
+        ShortRepr(tuple));
+  }
+  const auto item = [&tuple](Py_ssize_t i) {
+    return Convert<std::int64_t>(PyTuple_GET_ITEM(tuple.ptr(), i),
+                                 "a quiet record's item " + std::to_string(i));
+  };
+  return {.epoch = item(0),
+          .lookahead = item(1),
+          .no_commit = PyTuple_GET_ITEM(tuple.ptr(), 2) == Py_True,
+          .computed_lo = item(3),
+          .computed_hi = item(4),
+          .main_lo = item(5),
+          .main_hi = item(6),
+          .commit_lo = item(7),
+          .commit_hi = item(8)};
+}
+
+QuietRecord QuietCells::Record(std::int64_t epoch, std::int64_t total_computed,
+                               std::int64_t num_new_tokens,
+                               std::int64_t lookahead,
+                               std::optional<std::int64_t> commit) const {
   const std::int64_t main = total_computed + num_new_tokens;
   const auto cell = Cell(main);
   auto [main_lo, main_hi] = cell;
@@ -92,9 +120,15 @@ py::tuple QuietCells::Record(std::int64_t epoch, std::int64_t total_computed,
   const auto computed = cell_of(total_computed);
   const auto committed =
       commit ? cell_of(*commit) : std::pair{kFarBelow, kFarAbove};
-  return py::make_tuple(epoch, lookahead, !commit.has_value(), computed.first,
-                        computed.second, main_lo, main_hi, committed.first,
-                        committed.second);
+  return {.epoch = epoch,
+          .lookahead = lookahead,
+          .no_commit = !commit.has_value(),
+          .computed_lo = computed.first,
+          .computed_hi = computed.second,
+          .main_lo = main_lo,
+          .main_hi = main_hi,
+          .commit_lo = committed.first,
+          .commit_hi = committed.second};
 }
 
 void BindQuietCells(py::module_& m) {
@@ -107,12 +141,22 @@ void BindQuietCells(py::module_& m) {
       .def("cell", &QuietCells::Cell, py::arg("x"),
            "(lo, hi): the token counts around x that no group tells apart "
            "from it.")
-      .def("record", &QuietCells::Record, py::arg("epoch"),
-           py::arg("total_computed"), py::arg("num_new_tokens"),
-           py::arg("num_lookahead_tokens"), py::arg("commit"),
-           "(epoch, lookahead, commit is None, computed lo, hi, main lo, hi, "
-           "commit lo, hi): the ranges over which the next allocation "
-           "changes nothing.");
+      .def(
+          "record",
+          [](const QuietCells& cells, std::int64_t epoch,
+             std::int64_t total_computed, std::int64_t num_new_tokens,
+             std::int64_t lookahead, std::optional<std::int64_t> commit) {
+            return cells
+                .Record(epoch, total_computed, num_new_tokens, lookahead,
+                        commit)
+                .AsTuple();
+          },
+          py::arg("epoch"), py::arg("total_computed"),
+          py::arg("num_new_tokens"), py::arg("num_lookahead_tokens"),
+          py::arg("commit"),
+          "(epoch, lookahead, commit is None, computed lo, hi, main lo, hi, "
+          "commit lo, hi): the ranges over which the next allocation "
+          "changes nothing.");
 }
 
 }  // namespace hkv::python

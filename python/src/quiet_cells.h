@@ -16,6 +16,27 @@
 
 namespace hkv::python {
 
+// The record an allocation leaves: a later allocation changes nothing while
+// its epoch, lookahead and commit flag are these and its computed, main and
+// cached token counts stay in these ranges (inclusive).
+struct QuietRecord {
+  std::int64_t epoch = 0;
+  std::int64_t lookahead = 0;
+  bool no_commit = false;  // the allocation cached nothing
+  std::int64_t computed_lo = 0;
+  std::int64_t computed_hi = 0;
+  std::int64_t main_lo = 0;
+  std::int64_t main_hi = 0;
+  std::int64_t commit_lo = 0;
+  std::int64_t commit_hi = 0;
+
+  // As Python sees it: (epoch, lookahead, commit is None, computed lo, hi,
+  // main lo, hi, commit lo, hi).
+  py::tuple AsTuple() const;
+  // The record of such a tuple; UsageError for anything else.
+  static QuietRecord FromTuple(py::handle tuple);
+};
+
 class QuietCells {
  public:
   // `block_sizes`: each group's tokens per block, as the manager counts
@@ -35,15 +56,14 @@ class QuietCells {
   // The token counts around `x` that no group tells apart from it.
   std::pair<std::int64_t, std::int64_t> Cell(std::int64_t x) const;
 
-  // The record an allocation leaves: (epoch, lookahead, commit is None,
-  // computed lo, hi, main lo, hi, commit lo, hi). A later allocation
-  // changes nothing while its computed, main, slot and cached token counts
-  // stay in the cells of this one's; the slot count's cell is folded into
-  // the main count's range (with the same lookahead, slots are main plus
-  // lookahead capped at max_model_len).
-  py::tuple Record(std::int64_t epoch, std::int64_t total_computed,
-                   std::int64_t num_new_tokens, std::int64_t lookahead,
-                   std::optional<std::int64_t> commit) const;
+  // The record an allocation leaves. A later allocation changes nothing
+  // while its computed, main, slot and cached token counts stay in the
+  // cells of this one's; the slot count's cell is folded into the main
+  // count's range (with the same lookahead, slots are main plus lookahead
+  // capped at max_model_len).
+  QuietRecord Record(std::int64_t epoch, std::int64_t total_computed,
+                     std::int64_t num_new_tokens, std::int64_t lookahead,
+                     std::optional<std::int64_t> commit) const;
 
  private:
   struct Period {

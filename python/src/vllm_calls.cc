@@ -54,9 +54,11 @@ CacheHit LookupEngineKeys(const CacheManager& cache, RequestId id,
   return cache.LookupKeys(id, num_tokens, source);
 }
 
-py::object AllocateSlots(CacheManager& cache, Request& request,
-                         const MirrorSync& sync, const AllocationRequest& args,
-                         const AfterPlacing& after, const QuietArgs& quiet) {
+std::optional<Placed> AllocateSlots(CacheManager& cache, Request& request,
+                                    const MirrorSync& sync,
+                                    const AllocationRequest& args,
+                                    const AfterPlacing& after,
+                                    const QuietArgs& quiet) {
   const std::optional<std::uint32_t>& commit_tokens = after.commit_tokens;
   if (sync.num_new_tokens > 0) {
     request.AppendKeyedTokens(
@@ -69,7 +71,7 @@ py::object AllocateSlots(CacheManager& cache, Request& request,
     placed = cache.Allocate(request, args);
     if (placed && commit_tokens) cache.Commit(request, *commit_tokens);
   }
-  if (!placed) return py::none();
+  if (!placed) return std::nullopt;
   const std::size_t num_zeroed = after.zeroed_groups.size();
   for (std::size_t g = 0; g < num_zeroed && g < placed->blocks.size(); ++g) {
     if (placed->blocks[g].empty() ||
@@ -83,7 +85,7 @@ py::object AllocateSlots(CacheManager& cache, Request& request,
       throw py::error_already_set();
     }
   }
-  const py::tuple record = quiet.cells.Record(
+  const QuietRecord record = quiet.cells.Record(
       quiet.epoch, quiet.total_computed, args.num_new_tokens,
       args.num_lookahead_tokens,
       commit_tokens ? std::optional<std::int64_t>(*commit_tokens)
@@ -98,12 +100,12 @@ py::object AllocateSlots(CacheManager& cache, Request& request,
     placed_ids[g] = table.subspan(std::min(start, table.size()));
     any |= !placed_ids[g].empty();
   }
-  if (!any) return py::make_tuple(py::tuple(), record);
+  if (!any) return Placed{.tables = py::tuple(), .quiet = record};
   py::tuple tables(placed_ids.size());
   for (std::size_t g = 0; g < placed_ids.size(); ++g) {
     tables[g] = IdList(placed_ids[g], false);
   }
-  return py::make_tuple(tables, record);
+  return Placed{.tables = tables, .quiet = record};
 }
 
 namespace {
@@ -157,7 +159,7 @@ py::object AllocateSlotsCall(const FastArgs& args) {
                   : AdmissionGate::kNextChunk};
   auto new_block_ids = args.Get<py::list>(10, "new_block_ids");
   const auto zeroed_groups = args.Get<py::tuple>(9, "zeroed_groups");
-  return AllocateSlots(
+  const std::optional<Placed> placed = AllocateSlots(
       cache, request,
       {.num_new_tokens = args.Get<std::uint32_t>(11, "sync_tokens"),
        .keys = args[12],
@@ -170,6 +172,8 @@ py::object AllocateSlotsCall(const FastArgs& args) {
       {.cells = args.Get<const QuietCells&>(14, "cells"),
        .epoch = args.Get<std::int64_t>(15, "epoch"),
        .total_computed = args.Get<std::int64_t>(16, "total_computed")});
+  if (!placed) return py::none();
+  return py::make_tuple(placed->tables, placed->quiet.AsTuple());
 }
 
 constexpr char kLookupKeys[] = "vllm_lookup_keys";

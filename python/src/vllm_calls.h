@@ -46,15 +46,22 @@ CacheHit LookupEngineKeys(const CacheManager& cache, RequestId id,
                           std::uint32_t num_tokens, py::handle keys,
                           std::size_t num_keys);
 
+// What an allocation placed: per group the table from where its slots
+// start (NewBlocks::table_starts), an empty tuple when every group's is
+// empty (most decode steps), and the record QuietCells::Record gives.
+struct Placed {
+  py::object tables;
+  QuietRecord quiet;
+};
+
 // The reference engine's allocate_slots in one call for hkv.vllm: the
-// mirror's sync, the allocation, then the commit. None when free blocks are
-// short; else (tables, quiet): per group the table from where this
-// allocation's slots start (NewBlocks::table_starts), an empty tuple when
-// every group's is empty (most decode steps), and the record
-// QuietCells::Record gives. Keys that do not convert raise UsageError before
-// anything changes.
-py::object AllocateSlots(CacheManager& cache, Request& request,
-                         const MirrorSync& sync, const AllocationRequest& args,
-                         const AfterPlacing& after, const QuietArgs& quiet);
+// mirror's sync, the allocation, then the commit. Nothing when free blocks
+// are short. Keys that do not convert raise UsageError before anything
+// changes.
+std::optional<Placed> AllocateSlots(CacheManager& cache, Request& request,
+                                    const MirrorSync& sync,
+                                    const AllocationRequest& args,
+                                    const AfterPlacing& after,
+                                    const QuietArgs& quiet);
 
 }  // namespace hkv::python

@@ -79,40 +79,25 @@ struct Call {
 // the request's computed tokens into `computed` when it gets that far.
 bool IsQuiet(const Core& core, const Call& call,
              std::optional<long long>& computed) {
-  // (epoch, lookahead, commit is None, computed lo, hi, main lo, hi, commit
-  // lo, hi), as QuietCells::Record leaves it; anything else is no record.
-  PyObject* record = call.tracked->quiet;
-  if (IsNone(record) || !PyTuple_CheckExact(record) ||
-      PyTuple_GET_SIZE(record) != 9) {
-    return false;
-  }
-  std::array<long long, 9> r{};
-  for (Py_ssize_t i = 0; i < 9; ++i) {
-    PyObject* item = PyTuple_GET_ITEM(record, i);
-    std::optional<long long> v = PlainInt(item);
-    if (i == 2) {
-      const auto flag = PlainFlag(item);
-      v = flag ? std::optional<long long>(*flag) : std::nullopt;
-    }
-    if (!v) return false;
-    r[static_cast<std::size_t>(i)] = *v;
-  }
-  if (r[0] != core.epoch || r[1] != call.lookahead ||
-      (r[2] != 0) != call.no_commit) {
+  const Tracked& t = *call.tracked;
+  const QuietRecord& r = t.quiet;
+  if (!t.has_quiet || r.epoch != core.epoch || r.lookahead != call.lookahead ||
+      r.no_commit != call.no_commit) {
     return false;
   }
   computed = IntAttr(call.request, Names().num_computed_tokens);
   if (!computed || !FitsU32(*computed)) return false;
   const long long total = std::min(*computed, core.max_model_len);
   const long long main = total + call.num_new_tokens;
-  if (total < r[3] || total > r[4] || main < r[5] || main > r[6]) {
+  if (total < r.computed_lo || total > r.computed_hi || main < r.main_lo ||
+      main > r.main_hi) {
     return false;
   }
   if (call.no_commit) return true;
   const auto num_tokens = IntAttr(call.request, Names().num_tokens);
   if (!num_tokens) return false;
   const long long cached = std::min(main, *num_tokens);
-  return r[7] <= cached && cached <= r[8];
+  return r.commit_lo <= cached && cached <= r.commit_hi;
 }
 
 // Whether the block pool publishes events (then the manager's Python drains
@@ -171,7 +156,7 @@ std::optional<py::object> Allocate(Core& core, const Call& call,
       .num_lookahead_tokens = static_cast<std::uint32_t>(call.lookahead)};
   const py::tuple zeroed = py::reinterpret_borrow<py::tuple>(core.zeroed);
   py::list new_block_ids = py::reinterpret_borrow<py::list>(core.new_block_ids);
-  py::object placed;
+  std::optional<Placed> placed;
   try {
     placed = AllocateSlots(*core.cache, *t.mirror_request, sync, allocation,
                            {.commit_tokens = commit,
@@ -189,9 +174,10 @@ std::optional<py::object> Allocate(Core& core, const Call& call,
   }
   t.num_tokens = *num_tokens;
   t.num_keys = count;
-  if (placed.is_none()) return placed;
-  PyObject* tables = PyTuple_GET_ITEM(placed.ptr(), 0);
-  SetField(t.quiet, PyTuple_GET_ITEM(placed.ptr(), 1));
+  if (!placed) return py::none();
+  PyObject* tables = placed->tables.ptr();
+  t.quiet = placed->quiet;
+  t.has_quiet = 1;
   t.holds = 1;
   SetField(t.hit, nullptr);
   SetField(t.hit_blocks, nullptr);

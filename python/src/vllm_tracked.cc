@@ -4,6 +4,8 @@
 
 #include <cstddef>
 
+#include "fast_call.h"
+
 namespace hkv::python {
 namespace {
 
@@ -30,7 +32,6 @@ int TrackedTraverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(t->mirror);
   Py_VISIT(t->hit);
   Py_VISIT(t->hit_blocks);
-  Py_VISIT(t->quiet);
   return 0;
 }
 
@@ -41,7 +42,6 @@ int TrackedClear(PyObject* self) {
   t->mirror_request = nullptr;
   Py_CLEAR(t->hit);
   Py_CLEAR(t->hit_blocks);
-  Py_CLEAR(t->quiet);
   return 0;
 }
 
@@ -76,6 +76,34 @@ int SetMirror(PyObject* self, PyObject* value, void* /*closure*/) {
   return 0;
 }
 
+PyObject* GetQuiet(PyObject* self, void* /*closure*/) {
+  const Tracked* t = reinterpret_cast<Tracked*>(self);
+  if (!t->has_quiet) Py_RETURN_NONE;
+  try {
+    return t->quiet.AsTuple().release().ptr();
+  } catch (...) {
+    return RaiseInPython();
+  }
+}
+
+// None drops the record; anything but a record's tuple raises and changes
+// nothing.
+int SetQuiet(PyObject* self, PyObject* value, void* /*closure*/) {
+  Tracked* t = reinterpret_cast<Tracked*>(self);
+  if (IsNone(value)) {
+    t->has_quiet = 0;
+    return 0;
+  }
+  try {
+    t->quiet = QuietRecord::FromTuple(value);
+    t->has_quiet = 1;
+    return 0;
+  } catch (...) {
+    RaiseInPython();
+    return -1;
+  }
+}
+
 #define HKV_TRACKED_FIELD(name, type) \
   { #name, type, offsetof(Tracked, name), 0, nullptr }
 PyMemberDef tracked_members[] = {HKV_TRACKED_FIELD(request, T_OBJECT),
@@ -85,13 +113,16 @@ PyMemberDef tracked_members[] = {HKV_TRACKED_FIELD(request, T_OBJECT),
                                  HKV_TRACKED_FIELD(hit, T_OBJECT),
                                  HKV_TRACKED_FIELD(hit_blocks, T_OBJECT),
                                  HKV_TRACKED_FIELD(holds, T_BOOL),
-                                 HKV_TRACKED_FIELD(quiet, T_OBJECT),
                                  {nullptr, 0, 0, 0, nullptr}};
 #undef HKV_TRACKED_FIELD
 
 PyGetSetDef tracked_getset[] = {
     {"mirror", GetMirror, SetMirror,
      "the hkv Request keyed from the engine's, or None", nullptr},
+    {"quiet", GetQuiet, SetQuiet,
+     "the quiet record of the last allocation (QuietCells.record's tuple), "
+     "or None",
+     nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 PyType_Slot tracked_slots[] = {

@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "hkv/request.h"
+#include "quiet_cells.h"
 
 namespace hkv::python {
 
@@ -26,9 +27,11 @@ struct Tracked {
   PyObject* hit;         // the last lookup's CacheHit
   PyObject* hit_blocks;  // the KVCacheBlocks of the last lookup
   char holds;            // whether the request holds blocks
-  // After an allocation, QuietCells::Record's tuple: the token counts over
-  // which the next allocation would change nothing.
-  PyObject* quiet;
+  // After an allocation (has_quiet), the token counts over which the next
+  // allocation would change nothing (QuietCells::Record). Python reads and
+  // sets it as `quiet`: its tuple, or None.
+  char has_quiet;
+  QuietRecord quiet;
 };
 
 // The type, once BindVllmTracked has made it.

@@ -141,23 +141,30 @@ def test_a_call_the_engine_would_reject_is_rejected_as_before():
     assert kv._tracked["a"].mirror.num_tokens == a.num_tokens == 41
 
 
-def test_a_record_that_is_not_the_cells_is_no_record():
-    managers = [cls(config(*SPECS), max_model_len=4096, hash_block_size=16)
-                for cls in (v.KVCacheManager, PythonOnly)]
-    requests = [v.Request("a", range(40)) for _ in managers]
-    for kv, a in zip(managers, requests):
-        admit(kv, a)
-    record = managers[0]._tracked["a"].quiet
-    assert len(record) == 9
-    for bad in (("x",) * 9, record[:8], list(record),
-                record[:3] + (2 ** 70,) + record[4:]):
-        results = []
-        for kv, a in zip(managers, requests):
-            kv._tracked["a"].quiet = bad
-            a.append_output_token_ids(7)
-            results.append((ids(kv.allocate_slots(a, 1)), state(kv, "a")))
-            a.num_computed_tokens += 1
-        assert results[0] == results[1], bad
+def test_a_record_is_the_cells_tuple_or_none():
+    kv = v.KVCacheManager(config(*SPECS), max_model_len=4096,
+                          hash_block_size=16)
+    a = v.Request("a", range(40))
+    admit(kv, a)
+    tracked = kv._tracked["a"]
+    record = tracked.quiet
+    assert len(record) == 9 and record[0] == kv._epoch
+    for bad, what in ((("x",) * 9, "tuple of 9"),
+                      (("x",) + record[1:], "item 0 must be an int"),
+                      (record[:8], "tuple of 9"),
+                      (list(record), "tuple of 9"),
+                      (record[:3] + (2 ** 70,) + record[4:], "item 3 must"),
+                      (record[:2] + (1,) + record[3:], "tuple of 9")):
+        with pytest.raises(hkv.UsageError, match=what):
+            tracked.quiet = bad
+        assert tracked.quiet == record
+    tracked.quiet = None
+    assert tracked.quiet is None
+    # Without a record the next call is made in full, and leaves one.
+    a.num_computed_tokens = 40
+    a.append_output_token_ids(7)
+    assert kv.allocate_slots(a, 1).get_block_ids() == ([], [], [])
+    assert tracked.quiet is not None
 
 
 def test_a_tracked_mirror_is_an_hkv_request():

@@ -31,7 +31,9 @@ class Checked(hkv.vllm.KVCacheManager):
         tracked = self._tracked.get(request.request_id)
         record = None if tracked is None else tracked.quiet
         result = super().allocate_slots(request, *args, **kwargs)
-        if (record is None or tracked.quiet is not record
+        # A call made in full leaves a record of its own: one that differs
+        # (its epoch, lookahead or commit flag, or its counts' cells).
+        if (record is None or tracked.quiet != record
                 or result is not self.empty_kv_cache_blocks):
             return result  # not the quiet path
         Checked.quiet_calls += 1
