@@ -58,6 +58,9 @@ struct CoreNames {
   PyObject* python_allocate_slots = nullptr;
   PyObject* python_get_computed_blocks = nullptr;
   PyObject* record_lookup = nullptr;
+  PyObject* blocks_ids = nullptr;  // BlocksOverIds' fields
+  PyObject* blocks_views = nullptr;
+  PyObject* blocks_built = nullptr;
 };
 const CoreNames& Names();
 
@@ -72,6 +75,10 @@ bool FitsU32(long long v);
 // Whether the block pool has learnt the engine's digest size (the manager's
 // Python learns it from the first keys it reads).
 bool DigestKnown(Core& core);
+// A BlocksOverIds over `ids` (per-group id lists, or a callable returning
+// them) and the manager's block views. (Made through the class: setting its
+// fields from C without its __init__ was slower.)
+py::object MakeBlocks(const Core& core, PyObject* ids);
 // The manager's Python method `name` with the arguments as given.
 PyObject* CallPython(PyObject* self, PyObject* name, PyObject* const* args,
                      Py_ssize_t nargs, PyObject* kwnames);

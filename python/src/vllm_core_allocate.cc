@@ -114,11 +114,20 @@ bool PoolNeedsPython(Core& core) {
   return !DigestKnown(core);
 }
 
-// The allocation of a call that is not quiet, or nothing when the manager's
-// Python must make it. Throws what AllocateSlots throws.
-std::optional<py::object> Allocate(Core& core, const Call& call,
-                                   std::optional<long long> computed) {
-  Tracked& t = *call.tracked;
+// The request's counts and the tokens its mirror has not seen, or nothing
+// when the manager's Python must sync them (caching off, events on, the
+// digest size not learnt, counts that do not fit or shrank, keys short).
+struct Sync {
+  long long computed = 0;
+  long long num_tokens = 0;
+  long long num_keys = 0;  // the complete units once synced
+  py::object keys;         // request.block_hashes, when tokens are new
+  MirrorSync mirror;
+};
+
+std::optional<Sync> TakeSync(Core& core, const Call& call,
+                             std::optional<long long> computed) {
+  const Tracked& t = *call.tracked;
   if (!core.enable_caching || PoolNeedsPython(core)) return std::nullopt;
   if (!computed) computed = IntAttr(call.request, Names().num_computed_tokens);
   const auto num_tokens = IntAttr(call.request, Names().num_tokens);
@@ -127,68 +136,84 @@ std::optional<py::object> Allocate(Core& core, const Call& call,
       !PyList_CheckExact(core.new_block_ids)) {
     return std::nullopt;
   }
-  const long long total_computed = std::min(*computed, core.max_model_len);
-  std::optional<std::uint32_t> commit;
-  if (!call.no_commit) {
-    commit = static_cast<std::uint32_t>(
-        std::min(total_computed + call.num_new_tokens, *num_tokens));
-  }
-  MirrorSync sync{
-      .num_new_tokens = static_cast<std::uint32_t>(*num_tokens - t.num_tokens),
-      .keys = py::none(),
-      .keys_start = static_cast<std::size_t>(t.num_keys)};
-  long long count = t.num_keys;
-  py::object keys;
-  if (sync.num_new_tokens > 0) {
-    count = *num_tokens / core.hash_block_size;
-    keys = py::reinterpret_steal<py::object>(
+  Sync sync{.computed = *computed,
+            .num_tokens = *num_tokens,
+            .num_keys = t.num_keys,
+            .keys = {},
+            .mirror = {.num_new_tokens = static_cast<std::uint32_t>(
+                           *num_tokens - t.num_tokens),
+                       .keys = py::none(),
+                       .keys_start = static_cast<std::size_t>(t.num_keys)}};
+  if (sync.mirror.num_new_tokens > 0) {
+    sync.num_keys = *num_tokens / core.hash_block_size;
+    sync.keys = py::reinterpret_steal<py::object>(
         PyObject_GetAttr(call.request, Names().block_hashes));
-    if (!keys || !PyList_CheckExact(keys.ptr()) ||
-        PyList_GET_SIZE(keys.ptr()) < count || t.num_keys > count) {
+    if (!sync.keys || !PyList_CheckExact(sync.keys.ptr()) ||
+        PyList_GET_SIZE(sync.keys.ptr()) < sync.num_keys ||
+        t.num_keys > sync.num_keys) {
       PyErr_Clear();
       return std::nullopt;
     }
-    sync.keys = keys;
+    sync.mirror.keys = sync.keys;
   }
-  const AllocationRequest allocation{
-      .num_computed_tokens = static_cast<std::uint32_t>(*computed),
-      .num_new_tokens = static_cast<std::uint32_t>(call.num_new_tokens),
-      .num_lookahead_tokens = static_cast<std::uint32_t>(call.lookahead)};
-  const py::tuple zeroed = py::reinterpret_borrow<py::tuple>(core.zeroed);
-  py::list new_block_ids = py::reinterpret_borrow<py::list>(core.new_block_ids);
-  std::optional<Placed> placed;
-  try {
-    placed = AllocateSlots(*core.cache, *t.mirror_request, sync, allocation,
-                           {.commit_tokens = commit,
-                            .zeroed_groups = zeroed,
-                            .new_block_ids = new_block_ids},
-                           {.cells = *core.cells,
-                            .epoch = core.epoch,
-                            .total_computed = total_computed});
-  } catch (...) {
-    if (t.mirror_request->num_tokens() != t.num_tokens) {  // synced
-      t.num_tokens = *num_tokens;
-      t.num_keys = count;
-    }
-    throw;
-  }
-  t.num_tokens = *num_tokens;
-  t.num_keys = count;
-  if (!placed) return py::none();
-  PyObject* tables = placed->tables.ptr();
-  t.quiet = placed->quiet;
+  return sync;
+}
+
+// The result of an allocation that placed blocks, the entry updated.
+py::object Result(Core& core, Tracked& t, const Placed& placed) {
+  t.quiet = placed.quiet;
   t.has_quiet = 1;
   t.holds = 1;
   SetField(t.hit, nullptr);
   SetField(t.hit_blocks, nullptr);
+  PyObject* tables = placed.tables.ptr();
   if (PyTuple_GET_SIZE(tables) == 0) {
     return py::reinterpret_borrow<py::object>(core.empty_blocks);
   }
-  std::array<PyObject*, 2> blocks_args = {tables, core.views};
-  PyObject* blocks =
-      PyObject_Vectorcall(core.blocks_type, blocks_args.data(), 2, nullptr);
-  if (blocks == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(blocks);
+  return MakeBlocks(core, tables);
+}
+
+// The allocation of a call that is not quiet, or nothing when the manager's
+// Python must make it. Throws what AllocateSlots throws, the entry's counts
+// kept in step with the mirror.
+std::optional<py::object> Allocate(Core& core, const Call& call,
+                                   std::optional<long long> computed) {
+  const std::optional<Sync> sync = TakeSync(core, call, computed);
+  if (!sync) return std::nullopt;
+  Tracked& t = *call.tracked;
+  const long long total_computed = std::min(sync->computed, core.max_model_len);
+  std::optional<std::uint32_t> commit;
+  if (!call.no_commit) {
+    commit = static_cast<std::uint32_t>(
+        std::min(total_computed + call.num_new_tokens, sync->num_tokens));
+  }
+  const AllocationRequest allocation{
+      .num_computed_tokens = static_cast<std::uint32_t>(sync->computed),
+      .num_new_tokens = static_cast<std::uint32_t>(call.num_new_tokens),
+      .num_lookahead_tokens = static_cast<std::uint32_t>(call.lookahead)};
+  const auto zeroed = py::reinterpret_borrow<py::tuple>(core.zeroed);
+  auto new_block_ids = py::reinterpret_borrow<py::list>(core.new_block_ids);
+  std::optional<Placed> placed;
+  try {
+    placed =
+        AllocateSlots(*core.cache, *t.mirror_request, sync->mirror, allocation,
+                      {.commit_tokens = commit,
+                       .zeroed_groups = zeroed,
+                       .new_block_ids = new_block_ids},
+                      {.cells = *core.cells,
+                       .epoch = core.epoch,
+                       .total_computed = total_computed});
+  } catch (...) {
+    if (t.mirror_request->num_tokens() != t.num_tokens) {  // synced
+      t.num_tokens = sync->num_tokens;
+      t.num_keys = sync->num_keys;
+    }
+    throw;
+  }
+  t.num_tokens = sync->num_tokens;
+  t.num_keys = sync->num_keys;
+  if (!placed) return py::none();
+  return Result(core, t, *placed);
 }
 
 // The call as this path takes it, or nothing.

@@ -106,10 +106,7 @@ py::object Run(Core& core, PyObject* self, Lookup& call) {
   }
   py::object blocks = py::reinterpret_borrow<py::object>(core.empty_blocks);
   if (num_hits > 0) {  // a hit of no tokens has no blocks in any group
-    std::array<PyObject*, 2> args = {hit.ptr(), core.views};
-    blocks = py::reinterpret_steal<py::object>(
-        PyObject_Vectorcall(core.blocks_type, args.data(), 2, nullptr));
-    if (!blocks) throw py::error_already_set();
+    blocks = MakeBlocks(core, hit.ptr());
   }
   SetField(t.hit_blocks, blocks.ptr());
   return py::make_tuple(blocks, num_hits_object);

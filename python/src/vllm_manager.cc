@@ -68,6 +68,14 @@ bool DigestKnown(Core& core) {
   return core.digest_known != 0;
 }
 
+py::object MakeBlocks(const Core& core, PyObject* ids) {
+  std::array<PyObject*, 2> args = {ids, core.views};
+  PyObject* blocks =
+      PyObject_Vectorcall(core.blocks_type, args.data(), 2, nullptr);
+  if (blocks == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(blocks);
+}
+
 PyObject* CallPython(PyObject* self, PyObject* name, PyObject* const* args,
                      Py_ssize_t nargs, PyObject* kwnames) {
   const Py_ssize_t total =
