@@ -191,20 +191,27 @@ std::optional<py::object> Allocate(Core& core, const Call& call,
       .num_computed_tokens = static_cast<std::uint32_t>(sync->computed),
       .num_new_tokens = static_cast<std::uint32_t>(call.num_new_tokens),
       .num_lookahead_tokens = static_cast<std::uint32_t>(call.lookahead)};
+  // What the reads above may have run (an engine property) cannot free
+  // what the call uses: references held, the mirror checked again.
   const auto zeroed = py::reinterpret_borrow<py::tuple>(core.zeroed);
   auto new_block_ids = py::reinterpret_borrow<py::list>(core.new_block_ids);
+  const auto cache_ref = py::reinterpret_borrow<py::object>(core.cache_object);
+  const auto mirror_ref = py::reinterpret_borrow<py::object>(t.mirror);
+  Request* mirror = t.mirror_request;
+  if (mirror == nullptr || !PyList_CheckExact(new_block_ids.ptr())) {
+    return std::nullopt;
+  }
   std::optional<Placed> placed;
   try {
-    placed =
-        AllocateSlots(*core.cache, *t.mirror_request, sync->mirror, allocation,
-                      {.commit_tokens = commit,
-                       .zeroed_groups = zeroed,
-                       .new_block_ids = new_block_ids},
-                      {.cells = *core.cells,
-                       .epoch = core.epoch,
-                       .total_computed = total_computed});
+    placed = AllocateSlots(*core.cache, *mirror, sync->mirror, allocation,
+                           {.commit_tokens = commit,
+                            .zeroed_groups = zeroed,
+                            .new_block_ids = new_block_ids},
+                           {.cells = *core.cells,
+                            .epoch = core.epoch,
+                            .total_computed = total_computed});
   } catch (...) {
-    if (t.mirror_request->num_tokens() != t.num_tokens) {  // synced
+    if (mirror->num_tokens() != t.num_tokens) {  // synced
       t.num_tokens = sync->num_tokens;
       t.num_keys = sync->num_keys;
     }

@@ -89,9 +89,11 @@ Tracked& Entry(Core& core, Lookup& call) {
 
 // (KVCacheBlocks, num_tokens) of the lookup.
 py::object Run(Core& core, PyObject* self, Lookup& call) {
-  Tracked& t = Entry(core, call);
+  const auto cache_ref = py::reinterpret_borrow<py::object>(core.cache_object);
+  const CacheManager& cache = *core.cache;
+  Tracked& t = Entry(core, call);  // a dict insert may run Python
   py::object hit = NewVllmHit(
-      LookupEngineKeys(*core.cache, RequestId{static_cast<std::uint64_t>(t.id)},
+      LookupEngineKeys(cache, RequestId{static_cast<std::uint64_t>(t.id)},
                        static_cast<std::uint32_t>(call.num_tokens), call.keys,
                        static_cast<std::size_t>(call.num_keys)));
   const std::uint32_t num_hits = VllmHitOf(hit.ptr())->num_tokens;

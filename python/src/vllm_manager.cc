@@ -103,6 +103,12 @@ PyObject* BindCoreMethod(PyObject* self, PyObject* const* args,
     if (hash_block_size == 0) {
       throw UsageError("_bind_core(): hash_block_size must be at least 1");
     }
+    if (core.tracked == nullptr || core.empty_blocks == nullptr ||
+        core.new_block_ids == nullptr) {
+      throw UsageError(
+          "_bind_core(): set _tracked, empty_kv_cache_blocks and "
+          "_new_block_ids first");
+    }
     SetField(core.cache_object, a[0].ptr());
     core.cache = &cache;
     SetField(core.cells_object, a[1].ptr());
@@ -161,12 +167,50 @@ void CoreDealloc(PyObject* self) {
   Py_DECREF(type);
 }
 
+// The object fields Python sets and reads but cannot delete: once bound,
+// the core's methods read them without checking for none.
+PyObject*& ObjectField(PyObject* self, void* offset) {
+  return *reinterpret_cast<PyObject**>(
+      reinterpret_cast<char*>(self) + reinterpret_cast<std::uintptr_t>(offset));
+}
+
+PyObject* GetObjectField(PyObject* self, void* offset) {
+  PyObject* value = ObjectField(self, offset);
+  if (value == nullptr) {
+    PyErr_SetString(PyExc_AttributeError, "not set yet");
+    return nullptr;
+  }
+  return Py_NewRef(value);
+}
+
+int SetObjectField(PyObject* self, PyObject* value, void* offset) {
+  if (value == nullptr) {
+    PyErr_SetString(PyExc_AttributeError,
+                    "the manager's core reads this: it cannot be deleted");
+    return -1;
+  }
+  SetField(ObjectField(self, offset), value);
+  return 0;
+}
+
+#define HKV_CORE_OBJECT(python_name, field, doc)       \
+  {                                                    \
+    python_name, GetObjectField, SetObjectField, doc,  \
+        reinterpret_cast<void*>(offsetof(Core, field)) \
+  }
+PyGetSetDef core_getset[] = {
+    HKV_CORE_OBJECT("_tracked", tracked,
+                    "engine request id -> VllmTracked (a dict)"),
+    HKV_CORE_OBJECT("empty_kv_cache_blocks", empty_blocks,
+                    "the shared empty KVCacheBlocks"),
+    HKV_CORE_OBJECT("_new_block_ids", new_block_ids,
+                    "the ids placed in zeroed groups since the last take"),
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+#undef HKV_CORE_OBJECT
+
 #define HKV_CORE_FIELD(python_name, field, type) \
   { python_name, type, offsetof(Core, field), 0, nullptr }
 PyMemberDef core_members[] = {
-    HKV_CORE_FIELD("_tracked", tracked, T_OBJECT_EX),
-    HKV_CORE_FIELD("empty_kv_cache_blocks", empty_blocks, T_OBJECT_EX),
-    HKV_CORE_FIELD("_new_block_ids", new_block_ids, T_OBJECT_EX),
     HKV_CORE_FIELD("_epoch", epoch, T_LONGLONG),
     HKV_CORE_FIELD("_next_id", next_id, T_LONGLONG),
     HKV_CORE_FIELD("max_model_len", max_model_len, T_LONGLONG),
@@ -220,6 +264,7 @@ PyType_Slot core_slots[] = {
     {Py_tp_clear, reinterpret_cast<void*>(&CoreClear)},
     {Py_tp_dealloc, reinterpret_cast<void*>(&CoreDealloc)},
     {Py_tp_members, core_members},
+    {Py_tp_getset, core_getset},
     {Py_tp_methods, core_methods},
     {0, nullptr}};
 

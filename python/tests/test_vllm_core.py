@@ -189,3 +189,18 @@ def test_a_hit_is_its_ids_when_called():
         hit(1)
     with pytest.raises(hkv.UsageError, match=r"VllmHit\(\): cache_hit must"):
         _hkv.VllmHit(3)
+
+
+def test_the_fields_the_core_reads_stay_set():
+    kv = v.KVCacheManager(config(*SPECS), max_model_len=4096,
+                          hash_block_size=16)
+    for name in ("_tracked", "empty_kv_cache_blocks", "_new_block_ids"):
+        with pytest.raises(AttributeError, match="cannot be deleted"):
+            delattr(kv, name)
+    bare = _hkv.VllmManagerCore()
+    with pytest.raises(AttributeError, match="not set yet"):
+        bare._tracked
+    with pytest.raises(hkv.UsageError, match="set _tracked, empty_kv"):
+        bare._bind_core(kv.cache, kv._quiet_cells, kv._zeroed,
+                        kv._engine.BlocksOverIds, kv._views, kv.block_pool,
+                        16)
