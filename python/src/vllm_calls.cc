@@ -45,6 +45,61 @@ class ListKeys : public KeySource {
   const char* what_;
 };
 
+// Whether `placed` (a group's new blocks) are the ids of `slots` (its table
+// from where the allocation's slots start), nulls left out of both: then the
+// zeroing list can share the result's int objects.
+bool SameIds(std::span<const BlockId> placed, std::span<const BlockId> slots) {
+  std::size_t i = 0;
+  for (BlockId id : slots) {
+    if (id == kNullBlock) continue;
+    while (i < placed.size() && placed[i] == kNullBlock) ++i;
+    if (i == placed.size() || placed[i] != id) return false;
+    ++i;
+  }
+  while (i < placed.size() && placed[i] == kNullBlock) ++i;
+  return i == placed.size();
+}
+
+// The items of `ids` (a list made by IdList from `slots`) whose id is not
+// the null block, the same objects.
+py::list NonNullItems(const py::handle& ids, std::span<const BlockId> slots) {
+  py::list out(std::count_if(slots.begin(), slots.end(),
+                             [](BlockId id) { return id != kNullBlock; }));
+  Py_ssize_t at = 0;
+  for (std::size_t j = 0; j < slots.size(); ++j) {
+    if (slots[j] == kNullBlock) continue;
+    PyObject* item = PyList_GET_ITEM(ids.ptr(), static_cast<Py_ssize_t>(j));
+    PyList_SET_ITEM(out.ptr(), at++, Py_NewRef(item));
+  }
+  return out;
+}
+
+// Appends to after.new_block_ids the new blocks of the groups
+// after.zeroed_groups flags, nulls left out; from `tables` (per group the
+// ids of `slots`, or empty) where they are the same ids.
+void AppendZeroed(const std::vector<std::vector<BlockId>>& blocks,
+                  const std::vector<std::span<const BlockId>>& slots,
+                  const py::tuple& tables, const AfterPlacing& after) {
+  const std::size_t num_zeroed = after.zeroed_groups.size();
+  for (std::size_t g = 0; g < num_zeroed && g < blocks.size(); ++g) {
+    if (blocks[g].empty() ||
+        !PyObject_IsTrue(PyTuple_GET_ITEM(after.zeroed_groups.ptr(),
+                                          static_cast<Py_ssize_t>(g)))) {
+      continue;
+    }
+    const bool shared = g < tables.size() && SameIds(blocks[g], slots[g]);
+    const py::list zeroed_ids =
+        shared ? NonNullItems(
+                     PyTuple_GET_ITEM(tables.ptr(), static_cast<Py_ssize_t>(g)),
+                     slots[g])
+               : IdList(blocks[g], true);
+    if (PyList_SetSlice(after.new_block_ids.ptr(), PY_SSIZE_T_MAX,
+                        PY_SSIZE_T_MAX, zeroed_ids.ptr()) != 0) {
+      throw py::error_already_set();
+    }
+  }
+}
+
 }  // namespace
 
 CacheHit LookupEngineKeys(const CacheManager& cache, RequestId id,
@@ -72,19 +127,6 @@ std::optional<Placed> AllocateSlots(CacheManager& cache, Request& request,
     if (placed && commit_tokens) cache.Commit(request, *commit_tokens);
   }
   if (!placed) return std::nullopt;
-  const std::size_t num_zeroed = after.zeroed_groups.size();
-  for (std::size_t g = 0; g < num_zeroed && g < placed->blocks.size(); ++g) {
-    if (placed->blocks[g].empty() ||
-        !PyObject_IsTrue(PyTuple_GET_ITEM(after.zeroed_groups.ptr(),
-                                          static_cast<Py_ssize_t>(g)))) {
-      continue;
-    }
-    const py::list zeroed_ids = IdList(placed->blocks[g], true);
-    if (PyList_SetSlice(after.new_block_ids.ptr(), PY_SSIZE_T_MAX,
-                        PY_SSIZE_T_MAX, zeroed_ids.ptr()) != 0) {
-      throw py::error_already_set();
-    }
-  }
   const QuietRecord record = quiet.cells.Record(
       quiet.epoch, quiet.total_computed, args.num_new_tokens,
       args.num_lookahead_tokens,
@@ -100,11 +142,14 @@ std::optional<Placed> AllocateSlots(CacheManager& cache, Request& request,
     placed_ids[g] = table.subspan(std::min(start, table.size()));
     any |= !placed_ids[g].empty();
   }
-  if (!any) return Placed{.tables = py::tuple(), .quiet = record};
-  py::tuple tables(placed_ids.size());
-  for (std::size_t g = 0; g < placed_ids.size(); ++g) {
-    tables[g] = IdList(placed_ids[g], false);
+  py::tuple tables;  // empty when every group's ids are
+  if (any) {
+    tables = py::tuple(placed_ids.size());
+    for (std::size_t g = 0; g < placed_ids.size(); ++g) {
+      tables[g] = IdList(placed_ids[g], false);
+    }
   }
+  AppendZeroed(placed->blocks, placed_ids, tables, after);
   return Placed{.tables = tables, .quiet = record};
 }
 
