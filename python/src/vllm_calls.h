@@ -1,6 +1,6 @@
 // The allocation hkv.vllm's KVCacheManager makes for an engine request, in
 // one call: shared by the module function vllm_allocate_slots
-// (vllm_calls.cc) and the manager's core type (vllm_manager.cc).
+// (vllm_calls.cc) and the manager's core (vllm_core.h).
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 // What hkv.vllm's KVCacheManager knows of one engine request
 // (_hkv.VllmTracked): a CPython type, so that the manager's core
-// (vllm_manager.cc) reads it as a struct on every scheduler step, while the
+// (vllm_core.h) reads it as a struct on every scheduler step, while the
 // manager's Python reads and sets the same fields as attributes.
 #pragma once
 

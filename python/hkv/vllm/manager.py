@@ -7,7 +7,11 @@ The engine keys its requests (``request.block_hashes``, one digest per
 sees a token id. Each call is one C++ call plus the conversion of its
 result into the engine's classes (hkv.vllm.engine), but for a decode step
 that crosses no block boundary of any group: allocate_slots then knows
-nothing would change and returns at once (the quiet path at its top).
+nothing would change and returns at once. The two calls the scheduler
+makes per request, allocate_slots and get_computed_blocks, are C methods
+of the base class (_hkv.VllmManagerCore, python/src/vllm_core.h); they
+take the common cases themselves and hand the rest to
+``_allocate_slots`` and ``_get_computed_blocks`` here.
 Defaults are the engine's: its free order (every freed block appended to
 the free queue), its hit rules (no partial-block hits), its statistics
 (one record per lookup). docs/python.md lists what hkv does differently
