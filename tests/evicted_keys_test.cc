@@ -35,6 +35,29 @@ TEST(EvictedKeysTest, RemembersAKeyUntilItIsRegisteredAgain) {
   EXPECT_FALSE(evicted.Contains(KeyNumber(1)));
 }
 
+TEST(EvictedKeysTest, IsEmptyUntilAKeyIsRememberedAndOnceAllAreForgotten) {
+  EvictedKeys evicted(8);  // one set of 16 ways
+  EXPECT_TRUE(evicted.empty());
+  evicted.Forget(KeyNumber(1));  // nothing to forget
+  EXPECT_TRUE(evicted.empty());
+  for (std::uint64_t n = 0; n < 20; ++n) evicted.Remember(KeyNumber(n));
+  EXPECT_FALSE(evicted.empty());
+  // 20 evictions into 16 ways: 4 to 19 remain; forgetting them empties it.
+  for (std::uint64_t n = 0; n < 4; ++n) evicted.Forget(KeyNumber(n));
+  EXPECT_FALSE(evicted.empty());
+  for (std::uint64_t n = 4; n < 19; ++n) evicted.Forget(KeyNumber(n));
+  EXPECT_FALSE(evicted.empty());
+  EXPECT_TRUE(evicted.Contains(KeyNumber(19)));
+  evicted.Forget(KeyNumber(19));
+  EXPECT_TRUE(evicted.empty());
+  EXPECT_FALSE(evicted.Contains(KeyNumber(19)));
+  evicted.Remember(KeyNumber(3));
+  evicted.Clear();
+  EXPECT_TRUE(evicted.empty());
+  evicted.Remember(KeyNumber(3));
+  EXPECT_TRUE(evicted.Contains(KeyNumber(3)));
+}
+
 // 8 blocks: one set of 16 ways, so the 17th eviction drops the first.
 TEST(EvictedKeysTest, AFullSetDropsItsOldestKey) {
   EvictedKeys evicted(8);

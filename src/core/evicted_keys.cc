@@ -43,20 +43,24 @@ EvictedKeys::Place EvictedKeys::PlaceOf(const PrefixKey& key) const {
 void EvictedKeys::Remember(const PrefixKey& key) {
   const Place place = PlaceOf(key);
   std::array<std::uint32_t, kWays>& ways = sets_[place.set].fingerprints;
+  if (ways.back() == 0) ++remembered_;  // else the oldest key goes
   std::copy_backward(ways.begin(), ways.end() - 1, ways.end());
   ways.front() = place.fingerprint;
 }
 
 void EvictedKeys::Forget(const PrefixKey& key) {
+  if (empty()) return;
   const Place place = PlaceOf(key);
   std::array<std::uint32_t, kWays>& ways = sets_[place.set].fingerprints;
   auto it = std::find(ways.begin(), ways.end(), place.fingerprint);
   if (it == ways.end()) return;
   std::copy(it + 1, ways.end(), it);
   ways.back() = 0;
+  --remembered_;
 }
 
 bool EvictedKeys::Contains(const PrefixKey& key) const {
+  if (empty()) return false;
   const Place place = PlaceOf(key);
   bool found = false;
   for (std::uint32_t way : sets_[place.set].fingerprints)
@@ -64,6 +68,9 @@ bool EvictedKeys::Contains(const PrefixKey& key) const {
   return found;
 }
 
-void EvictedKeys::Clear() { std::fill(sets_.begin(), sets_.end(), Set{}); }
+void EvictedKeys::Clear() {
+  std::fill(sets_.begin(), sets_.end(), Set{});
+  remembered_ = 0;
+}
 
 }  // namespace hkv::internal

@@ -1,6 +1,8 @@
 // A bounded, approximate record of keys evicted by reuse, kept only to tell
 // that a lookup missed because its prefix was evicted (the "evicted" miss
 // cause). Every call is constant time; nothing allocates after construction.
+// While nothing is remembered (a pool that has not evicted since its last
+// reset) a registration's Forget touches no memory.
 //
 // Keys are kept as 32-bit fingerprints in sets of 16 (one 64-byte cache
 // line), the set and the fingerprint both drawn from a hash of the whole key.
@@ -44,6 +46,10 @@ class EvictedKeys {
   bool Contains(const PrefixKey& key) const;
   // Forgets every key. O(num_blocks).
   void Clear();
+  // Whether no key is remembered (none evicted since construction or the
+  // last Clear, or every one registered again): Forget and Contains then
+  // touch no set.
+  bool empty() const { return remembered_ == 0; }
 
   // Bytes of the sets (capacity times element size).
   std::size_t MemoryBytes() const { return sets_.capacity() * sizeof(Set); }
@@ -62,6 +68,7 @@ class EvictedKeys {
   Place PlaceOf(const PrefixKey& key) const;
 
   std::vector<Set> sets_;
+  std::size_t remembered_ = 0;  // ways in use over all sets
 };
 
 }  // namespace hkv::internal
