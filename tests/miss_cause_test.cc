@@ -98,6 +98,48 @@ TEST_F(HybridMissTest, StateEvictedByReuse) {
   EXPECT_EQ(hit.miss_cause, MissCause::kEvicted);
 }
 
+TEST(MissCauseTest, WithoutTheEvictionRecordAnEvictedStateIsMissingOnly) {
+  // StateEvictedByReuse's history, the record off: the recurrent group
+  // limits the hit and says it has no state there.
+  internal::CacheCore cache(
+      CacheConfig{.groups = {{.block_size = 16},
+                             {.kind = GroupKind::kRecurrent, .block_size = 16}},
+                  .num_blocks = 30,
+                  .keys = {.hash_unit = 16},
+                  .eviction_record = EvictionRecord::kOff});
+  const Request r0({.id = RequestId{0}}, Prefix48(), cache.key_scheme());
+  AllocateAndCommit(cache, r0, 48);
+  const std::vector<BlockId> attention(
+      cache.block_table(r0.id(), GroupId{0}).begin(),
+      cache.block_table(r0.id(), GroupId{0}).end());
+  cache.Free(r0.id());
+  cache.FinishStep();
+  internal::BlockPool& pool = cache.pool();
+  for (BlockId b : attention) pool.Touch(b);
+  std::vector<BlockId> taken;
+  pool.Allocate(pool.num_free_blocks(), taken);
+  pool.Free(taken);
+  pool.Free(attention);
+  const Request r1({.id = RequestId{1}}, Concat(Prefix48(), {7}),
+                   cache.key_scheme());
+  const CacheHit hit = cache.Lookup(r1);
+  EXPECT_EQ(hit.num_tokens, 0u);
+  EXPECT_EQ(hit.chain_tokens, 48u);
+  EXPECT_EQ(hit.miss_cause, MissCause::kNoCheckpoint);
+  EXPECT_EQ(hit.limiting_group, GroupId{1});
+}
+
+TEST(MissCauseTest, AnEvictionRecordSettingOutOfRangeIsRefused) {
+  CacheConfig config{.groups = {{.block_size = 16}},
+                     .num_blocks = 10,
+                     .keys = {.hash_unit = 16},
+                     .eviction_record = static_cast<EvictionRecord>(7)};
+  const Result<void> valid = config.Validate();
+  ASSERT_FALSE(valid);
+  EXPECT_THAT(valid.error().message,
+              ::testing::HasSubstr("eviction_record 7 is neither"));
+}
+
 TEST_F(HybridMissTest, FullHitHasNoCause) {
   Build({.kind = GroupKind::kRecurrent, .block_size = 16});
   AllocateAndCommit(*cache_, Make(0, Prefix48()), 48);

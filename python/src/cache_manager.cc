@@ -45,6 +45,9 @@ void BindEnums(py::module_& m) {
   py::enum_<KvEventMode>(m, "KvEventMode")
       .value("DISABLED", KvEventMode::kDisabled)
       .value("ENABLED", KvEventMode::kEnabled);
+  py::enum_<EvictionRecord>(m, "EvictionRecord")
+      .value("KEPT", EvictionRecord::kKept)
+      .value("OFF", EvictionRecord::kOff);
   py::enum_<MissCause>(m, "MissCause")
       .value("NONE", MissCause::kNone)
       .value("SPECULATIVE_REWIND", MissCause::kSpeculativeRewind)
@@ -109,6 +112,7 @@ void BindConfig(py::module_& m) {
       .def_readwrite("retention", &CacheConfig::retention)
       .def_readwrite("caching", &CacheConfig::caching)
       .def_readwrite("events", &CacheConfig::events)
+      .def_readwrite("eviction_record", &CacheConfig::eviction_record)
       .def_readwrite("free_order", &CacheConfig::free_order)
       .def_readwrite("behaviour", &CacheConfig::behaviour)
       .def_readwrite("max_model_len", &CacheConfig::max_model_len)

@@ -204,3 +204,12 @@ def test_the_fields_the_core_reads_stay_set():
         bare._bind_core(kv.cache, kv._quiet_cells, kv._zeroed,
                         kv._engine.BlocksOverIds, kv._views, kv.block_pool,
                         16)
+
+
+def test_the_eviction_record_is_a_config_choice():
+    # hkv.vllm turns it off (the engine has no miss causes); a cache built
+    # by hand keeps it unless told.
+    config = _hkv.CacheConfig()
+    assert config.eviction_record == _hkv.EvictionRecord.KEPT
+    config.eviction_record = _hkv.EvictionRecord.OFF
+    assert config.eviction_record == _hkv.EvictionRecord.OFF

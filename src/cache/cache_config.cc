@@ -261,6 +261,12 @@ Result<void> CacheConfig::Validate() const {
     return Invalid("free_order " + Num(static_cast<std::uint64_t>(free_order)) +
                    " is neither kPrependUncached nor kAppendAll");
   }
+  if (eviction_record != EvictionRecord::kKept &&
+      eviction_record != EvictionRecord::kOff) {
+    return Invalid("eviction_record " +
+                   Num(static_cast<std::uint64_t>(eviction_record)) +
+                   " is neither kKept nor kOff");
+  }
   if (behaviour != Behaviour::kSpec && behaviour != Behaviour::kEngine) {
     return Invalid("behaviour " + Num(static_cast<std::uint64_t>(behaviour)) +
                    " is neither kSpec nor kEngine");

@@ -42,6 +42,9 @@ CacheCore::CacheCore(const CacheConfig& config)
                                                    : Events::kDisabled,
             config.free_order, config.group_pool_blocks,
             config.pool_slot_bytes) {
+  if (config.eviction_record == EvictionRecord::kOff) {
+    pool_.StopRecordingEvictions();
+  }
   if (pool_.rebalances()) {
     parked_at_take_.resize(pool_.num_blocks());
     for (std::uint32_t i = 0; i < pool_.num_blocks(); ++i) {

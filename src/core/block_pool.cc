@@ -122,7 +122,7 @@ void BlockPool::TakeFree(BlockId id) {
   free_queue_.Remove(id);
   if (HasPrimary(ToIndex(id))) {
     DropKeys(id, [this](const PrefixKey& key) {
-      evicted_.Remember(key);
+      if (record_evictions_) evicted_.Remember(key);
       RecordRemoval(key);
     });
     ++stats_.evicted_blocks;

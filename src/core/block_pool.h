@@ -263,6 +263,12 @@ class BlockPool {
   // Whether `key` was evicted by reuse recently (and not registered since).
   // Approximate: see evicted_keys.h for how recently and how accurately.
   bool WasEvicted(const PrefixKey& key) const { return evicted_.Contains(key); }
+  // Keeps no record of evicted keys from now on (WasEvicted then false):
+  // evictions and registrations skip it (EvictionRecord::kOff).
+  void StopRecordingEvictions() {
+    record_evictions_ = false;
+    evicted_.Clear();
+  }
   // Bytes of the pool's tables (capacities times element sizes): block
   // metadata, free queue, index, evicted keys, scratch.
   std::size_t MemoryBytes() const;
@@ -323,6 +329,7 @@ class BlockPool {
   std::uint64_t key_generation_ = 0;
   // Keys evicted by reuse (approximate, bounded).
   EvictedKeys evicted_;
+  bool record_evictions_ = true;
   // Rebalancing: slot bytes and parked ids (unparked from the back) per
   // pool, the arena's bytes and those in no usable block.
   std::vector<std::uint64_t> slot_bytes_;
