@@ -29,43 +29,47 @@ struct Lookup {
   py::object keys;  // request.block_hashes
 };
 
+// Reads the request's attributes first (an engine property runs Python),
+// its tracked entry last, taking a reference at once.
 std::optional<Lookup> TakeLookup(Core& core, PyObject* request) {
   if (!core.enable_caching || core.cache == nullptr ||
-      core.tracked == nullptr || !PyDict_CheckExact(core.tracked)) {
+      !PyDict_CheckExact(core.tracked)) {
     return std::nullopt;
   }
   const CoreNames& names = Names();
-  Lookup call;
-  call.request = request;
-  const auto skip = py::reinterpret_steal<py::object>(
-      PyObject_GetAttr(request, names.skip_reading_prefix_cache));
-  call.id = py::reinterpret_steal<py::object>(
-      PyObject_GetAttr(request, names.request_id));
-  PyObject* entry =
-      call.id ? PyDict_GetItemWithError(core.tracked, call.id.ptr()) : nullptr;
-  PyErr_Clear();
-  const auto num_tokens = IntAttr(request, names.num_tokens);
-  if (skip.ptr() != Py_False || !call.id || !num_tokens ||
-      !FitsU32(*num_tokens)) {
-    PyErr_Clear();
+  const auto attr = [request](PyObject* name) {
+    auto value =
+        py::reinterpret_steal<py::object>(PyObject_GetAttr(request, name));
+    if (!value) PyErr_Clear();
+    return value;
+  };
+  if (attr(names.skip_reading_prefix_cache).ptr() != Py_False) {
     return std::nullopt;
   }
-  if (entry != nullptr) {
-    const Tracked* t = AsTracked(entry);
-    if (t == nullptr || t->request != request || !IsNone(t->mirror) ||
-        t->holds) {
-      return std::nullopt;
-    }
-    call.tracked = py::reinterpret_borrow<py::object>(entry);
+  Lookup call;
+  call.request = request;
+  call.id = attr(names.request_id);
+  const auto num_tokens = IntAttr(request, names.num_tokens);
+  call.keys = attr(names.block_hashes);
+  if (!call.id || !num_tokens || !FitsU32(*num_tokens) || !call.keys ||
+      !PyList_CheckExact(call.keys.ptr())) {
+    return std::nullopt;
   }
   call.num_tokens = *num_tokens;
   call.num_keys = *num_tokens / core.hash_block_size;
-  call.keys = py::reinterpret_steal<py::object>(
-      PyObject_GetAttr(request, names.block_hashes));
-  if (!call.keys || !PyList_CheckExact(call.keys.ptr()) ||
-      PyList_GET_SIZE(call.keys.ptr()) < call.num_keys ||
+  if (PyList_GET_SIZE(call.keys.ptr()) < call.num_keys ||
       (call.num_keys > 0 && !DigestKnown(core))) {
+    return std::nullopt;
+  }
+  PyObject* entry = PyDict_GetItemWithError(core.tracked, call.id.ptr());
+  if (entry == nullptr) {
+    if (!PyErr_Occurred()) return call;  // a request not seen yet
     PyErr_Clear();
+    return std::nullopt;
+  }
+  call.tracked = py::reinterpret_borrow<py::object>(entry);
+  const Tracked* t = AsTracked(entry);
+  if (t == nullptr || t->request != request || !IsNone(t->mirror) || t->holds) {
     return std::nullopt;
   }
   return call;

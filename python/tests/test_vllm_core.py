@@ -213,3 +213,42 @@ def test_the_eviction_record_is_a_config_choice():
     assert config.eviction_record == _hkv.EvictionRecord.KEPT
     config.eviction_record = _hkv.EvictionRecord.OFF
     assert config.eviction_record == _hkv.EvictionRecord.OFF
+
+
+class Sneaky(v.Request):
+    """A request whose token count runs Python that changes the manager."""
+    hook = None
+
+    @property
+    def num_tokens(self):
+        hook, self.hook = self.hook, None
+        if hook is not None:
+            hook()
+        return super().num_tokens
+
+
+def test_a_property_that_changes_the_manager_mid_call_breaks_nothing():
+    kv = v.KVCacheManager(config(*SPECS), max_model_len=4096,
+                          hash_block_size=16)
+    a = Sneaky("a", range(40))
+    admit(kv, a)
+    a.num_computed_tokens = 40
+    # Freed while its allocation reads its token count: the call goes on
+    # with the entry and mirror it holds and is refused (the cache no longer
+    # knows the request's computed tokens), holding nothing.
+    a.append_output_token_ids(7)
+    a.hook = lambda: kv.free(a)
+    with pytest.raises(hkv.UsageError, match="beyond the 0 tokens"):
+        kv.allocate_slots(a, 1)
+    assert kv.usage == 0 and "a" not in kv._tracked
+    # Freed while its lookup reads its token count.
+    b = Sneaky("b", range(60))
+    b.hook = lambda: kv.free(b)
+    blocks, hit = kv.get_computed_blocks(b)
+    assert kv._tracked["b"].hit.num_tokens == hit
+    assert kv._tracked["b"].hit_blocks is blocks
+    # Its tracked entry replaced mid-lookup by another request's.
+    c, other = Sneaky("c", range(60)), v.Request("c", range(60))
+    c.hook = lambda: kv.get_computed_blocks(other)
+    with pytest.raises(hkv.UsageError, match="in use by another request"):
+        kv.get_computed_blocks(c)
