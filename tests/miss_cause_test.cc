@@ -35,11 +35,29 @@ TEST(MissCauseTest, RewindBelowTheChain) {
 
 class HybridMissTest : public ::testing::Test {
  protected:
-  void Build(GroupSpec second) {
+  void Build(GroupSpec second, EvictionRecord record = EvictionRecord::kKept) {
     cache_ = std::make_unique<internal::CacheCore>(
         CacheConfig{.groups = {{.block_size = 16}, second},
                     .num_blocks = 30,
-                    .keys = {.hash_unit = 16}});
+                    .keys = {.hash_unit = 16},
+                    .eviction_record = record});
+  }
+  // Caches Prefix48 in a full-attention and a recurrent group, then reuses
+  // every block but the attention ones: the recurrent state goes.
+  void EvictTheStateOfPrefix48() {
+    const Request r0 = Make(0, Prefix48());
+    AllocateAndCommit(*cache_, r0, 48);
+    const std::vector<BlockId> attention(
+        cache_->block_table(r0.id(), GroupId{0}).begin(),
+        cache_->block_table(r0.id(), GroupId{0}).end());
+    cache_->Free(r0.id());
+    cache_->FinishStep();
+    internal::BlockPool& pool = cache_->pool();
+    for (BlockId b : attention) pool.Touch(b);
+    std::vector<BlockId> taken;
+    pool.Allocate(pool.num_free_blocks(), taken);
+    pool.Free(taken);
+    pool.Free(attention);
   }
   Request Make(std::uint64_t id, std::vector<TokenId> tokens) {
     return Request({.id = RequestId{id}}, tokens, cache_->key_scheme());
@@ -78,51 +96,20 @@ TEST_F(HybridMissTest, WindowNotCovered) {
 
 TEST_F(HybridMissTest, StateEvictedByReuse) {
   Build({.kind = GroupKind::kRecurrent, .block_size = 16});
-  const Request r0 = Make(0, Prefix48());
-  AllocateAndCommit(*cache_, r0, 48);
-  const std::vector<BlockId> attention(
-      cache_->block_table(r0.id(), GroupId{0}).begin(),
-      cache_->block_table(r0.id(), GroupId{0}).end());
-  cache_->Free(r0.id());
-  cache_->FinishStep();
-  // Keep the attention blocks, reuse every other block: the state goes.
-  internal::BlockPool& pool = cache_->pool();
-  for (BlockId b : attention) pool.Touch(b);
-  std::vector<BlockId> taken;
-  pool.Allocate(pool.num_free_blocks(), taken);
-  pool.Free(taken);
-  pool.Free(attention);
+  EvictTheStateOfPrefix48();
   const CacheHit hit = cache_->Lookup(Make(1, Concat(Prefix48(), {7})));
   EXPECT_EQ(hit.num_tokens, 0u);
   EXPECT_EQ(hit.chain_tokens, 48u);
   EXPECT_EQ(hit.miss_cause, MissCause::kEvicted);
 }
 
-TEST(MissCauseTest, WithoutTheEvictionRecordAnEvictedStateIsMissingOnly) {
+TEST_F(HybridMissTest, WithoutTheEvictionRecordAnEvictedStateIsMissingOnly) {
   // StateEvictedByReuse's history, the record off: the recurrent group
   // limits the hit and says it has no state there.
-  internal::CacheCore cache(
-      CacheConfig{.groups = {{.block_size = 16},
-                             {.kind = GroupKind::kRecurrent, .block_size = 16}},
-                  .num_blocks = 30,
-                  .keys = {.hash_unit = 16},
-                  .eviction_record = EvictionRecord::kOff});
-  const Request r0({.id = RequestId{0}}, Prefix48(), cache.key_scheme());
-  AllocateAndCommit(cache, r0, 48);
-  const std::vector<BlockId> attention(
-      cache.block_table(r0.id(), GroupId{0}).begin(),
-      cache.block_table(r0.id(), GroupId{0}).end());
-  cache.Free(r0.id());
-  cache.FinishStep();
-  internal::BlockPool& pool = cache.pool();
-  for (BlockId b : attention) pool.Touch(b);
-  std::vector<BlockId> taken;
-  pool.Allocate(pool.num_free_blocks(), taken);
-  pool.Free(taken);
-  pool.Free(attention);
-  const Request r1({.id = RequestId{1}}, Concat(Prefix48(), {7}),
-                   cache.key_scheme());
-  const CacheHit hit = cache.Lookup(r1);
+  Build({.kind = GroupKind::kRecurrent, .block_size = 16},
+        EvictionRecord::kOff);
+  EvictTheStateOfPrefix48();
+  const CacheHit hit = cache_->Lookup(Make(1, Concat(Prefix48(), {7})));
   EXPECT_EQ(hit.num_tokens, 0u);
   EXPECT_EQ(hit.chain_tokens, 48u);
   EXPECT_EQ(hit.miss_cause, MissCause::kNoCheckpoint);

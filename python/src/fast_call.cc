@@ -23,4 +23,11 @@ void AddFastCall(py::module_& m, PyMethodDef& def) {
   m.attr(def.ml_name) = function;
 }
 
+PyTypeObject* AddType(py::module_& m, PyType_Spec& spec, const char* name) {
+  py::object type = py::reinterpret_steal<py::object>(PyType_FromSpec(&spec));
+  if (!type) throw py::error_already_set();
+  m.attr(name) = type;
+  return reinterpret_cast<PyTypeObject*>(type.release().ptr());
+}
+
 }  // namespace hkv::python

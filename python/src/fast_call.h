@@ -13,6 +13,7 @@
 
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "bindings.h"
 
@@ -62,14 +63,14 @@ class FastArgs {
 // error return of a CPython function). Call only from a catch block.
 PyObject* RaiseInPython();
 
-// A METH_FASTCALL function running Body (a function of (const FastArgs&)
-// returning py::object, named Name, taking Count arguments).
-template <const char* Name, Py_ssize_t Count,
-          py::object (*Body)(const FastArgs&)>
-PyObject* FastCall(PyObject* /*module*/, PyObject* const* args,
-                   Py_ssize_t count) {
+// What `body` (a callable returning py::object) returns, as a new reference
+// for a CPython function to return; what it throws is raised in Python
+// (RaiseInPython) and nullptr returned. A body that returns a null object
+// gets nullptr with no exception set.
+template <typename Body>
+PyObject* Guarded(Body&& body) {
   try {
-    return Body(FastArgs(Name, args, count, Count)).release().ptr();
+    return std::forward<Body>(body)().release().ptr();
   } catch (py::error_already_set& e) {
     e.restore();
     return nullptr;
@@ -78,6 +79,15 @@ PyObject* FastCall(PyObject* /*module*/, PyObject* const* args,
   } catch (...) {
     return RaiseInPython();
   }
+}
+
+// A METH_FASTCALL function running Body (a function of (const FastArgs&)
+// returning py::object, named Name, taking Count arguments).
+template <const char* Name, Py_ssize_t Count,
+          py::object (*Body)(const FastArgs&)>
+PyObject* FastCall(PyObject* /*module*/, PyObject* const* args,
+                   Py_ssize_t count) {
+  return Guarded([&] { return Body(FastArgs(Name, args, count, Count)); });
 }
 
 // The method entry of FastCall<Name, Count, Body>, with `doc`.
@@ -94,5 +104,9 @@ PyMethodDef FastMethod(const char* doc) {
 
 // Adds `def` (static: CPython keeps the pointer) to module `m`.
 void AddFastCall(py::module_& m, PyMethodDef& def);
+
+// Makes the type `spec` describes (static: CPython keeps the pointer) and
+// adds it to module `m` as `name`; the type lives as long as the process.
+PyTypeObject* AddType(py::module_& m, PyType_Spec& spec, const char* name);
 
 }  // namespace hkv::python

@@ -75,17 +75,24 @@ struct Call {
   bool no_commit;  // delay_cache_blocks or caching off
 };
 
+// The request's token counts as read so far (an engine property each; the
+// allocation reads what the quiet check did not).
+struct Counts {
+  std::optional<long long> computed;
+  std::optional<long long> num_tokens;
+};
+
 // Whether the call changes nothing (QuietCells::Record's ranges hold). Reads
-// the request's computed tokens into `computed` when it gets that far.
-bool IsQuiet(const Core& core, const Call& call,
-             std::optional<long long>& computed) {
+// the request's counts into `counts` as far as it gets.
+bool IsQuiet(const Core& core, const Call& call, Counts& counts) {
   const Tracked& t = *call.tracked;
   const QuietRecord& r = t.quiet;
   if (!t.has_quiet || r.epoch != core.epoch || r.lookahead != call.lookahead ||
       r.no_commit != call.no_commit) {
     return false;
   }
-  computed = IntAttr(call.request, Names().num_computed_tokens);
+  counts.computed = IntAttr(call.request, Names().num_computed_tokens);
+  const std::optional<long long>& computed = counts.computed;
   if (!computed || !FitsU32(*computed)) return false;
   const long long total = std::min(*computed, core.max_model_len);
   const long long main = total + call.num_new_tokens;
@@ -94,9 +101,9 @@ bool IsQuiet(const Core& core, const Call& call,
     return false;
   }
   if (call.no_commit) return true;
-  const auto num_tokens = IntAttr(call.request, Names().num_tokens);
-  if (!num_tokens) return false;
-  const long long cached = std::min(main, *num_tokens);
+  counts.num_tokens = IntAttr(call.request, Names().num_tokens);
+  if (!counts.num_tokens) return false;
+  const long long cached = std::min(main, *counts.num_tokens);
   return r.commit_lo <= cached && cached <= r.commit_hi;
 }
 
@@ -125,12 +132,15 @@ struct Sync {
   MirrorSync mirror;
 };
 
-std::optional<Sync> TakeSync(Core& core, const Call& call,
-                             std::optional<long long> computed) {
+std::optional<Sync> TakeSync(Core& core, const Call& call, Counts counts) {
   const Tracked& t = *call.tracked;
   if (!core.enable_caching || PoolNeedsPython(core)) return std::nullopt;
-  if (!computed) computed = IntAttr(call.request, Names().num_computed_tokens);
-  const auto num_tokens = IntAttr(call.request, Names().num_tokens);
+  const std::optional<long long> computed =
+      counts.computed ? counts.computed
+                      : IntAttr(call.request, Names().num_computed_tokens);
+  const std::optional<long long> num_tokens =
+      counts.num_tokens ? counts.num_tokens
+                        : IntAttr(call.request, Names().num_tokens);
   if (!computed || !num_tokens || !FitsU32(*computed) ||
       !FitsU32(*num_tokens) || *num_tokens < t.num_tokens ||
       !PyList_CheckExact(core.new_block_ids)) {
@@ -177,8 +187,8 @@ py::object Result(Core& core, Tracked& t, const Placed& placed) {
 // Python must make it. Throws what AllocateSlots throws, the entry's counts
 // kept in step with the mirror.
 std::optional<py::object> Allocate(Core& core, const Call& call,
-                                   std::optional<long long> computed) {
-  const std::optional<Sync> sync = TakeSync(core, call, computed);
+                                   const Counts& counts) {
+  const std::optional<Sync> sync = TakeSync(core, call, counts);
   if (!sync) return std::nullopt;
   Tracked& t = *call.tracked;
   const long long total_computed = std::min(sync->computed, core.max_model_len);
@@ -268,30 +278,21 @@ void InternAllocateArgs() {
 PyObject* AllocateSlotsMethod(PyObject* self, PyObject* const* args,
                               Py_ssize_t nargs, PyObject* kwnames) {
   Core& core = *reinterpret_cast<Core*>(self);
-  std::array<PyObject*, kNumArgs> a{};
-  try {
+  PyObject* done = Guarded([&]() -> py::object {
+    std::array<PyObject*, kNumArgs> a{};
     const std::optional<Call> call =
         ParseArgs(args, nargs, kwnames, a) ? TakeCall(core, a) : std::nullopt;
-    if (call) {
-      // The entry stays alive while Python runs (a property's getter).
-      const py::object keep = py::reinterpret_borrow<py::object>(
-          reinterpret_cast<PyObject*>(call->tracked));
-      std::optional<long long> computed;
-      if (IsQuiet(core, *call, computed)) {
-        return Py_NewRef(core.empty_blocks);
-      }
-      if (std::optional<py::object> done = Allocate(core, *call, computed)) {
-        return done->release().ptr();
-      }
+    if (!call) return {};
+    // The entry stays alive while Python runs (a property's getter).
+    const py::object keep = py::reinterpret_borrow<py::object>(
+        reinterpret_cast<PyObject*>(call->tracked));
+    Counts counts;
+    if (IsQuiet(core, *call, counts)) {
+      return py::reinterpret_borrow<py::object>(core.empty_blocks);
     }
-  } catch (py::error_already_set& e) {
-    e.restore();
-    return nullptr;
-  } catch (abi::__forced_unwind&) {
-    throw;
-  } catch (...) {
-    return RaiseInPython();
-  }
+    return Allocate(core, *call, counts).value_or(py::object());
+  });
+  if (done != nullptr || PyErr_Occurred()) return done;
   return CallPython(self, Names().python_allocate_slots, args, nargs, kwnames);
 }
 

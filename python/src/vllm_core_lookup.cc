@@ -123,20 +123,12 @@ py::object Run(Core& core, PyObject* self, Lookup& call) {
 PyObject* GetComputedBlocksMethod(PyObject* self, PyObject* const* args,
                                   Py_ssize_t nargs, PyObject* kwnames) {
   Core& core = *reinterpret_cast<Core*>(self);
-  try {
-    if (nargs == 1 && kwnames == nullptr) {
-      if (std::optional<Lookup> call = TakeLookup(core, args[0])) {
-        return Run(core, self, *call).release().ptr();
-      }
-    }
-  } catch (py::error_already_set& e) {
-    e.restore();
-    return nullptr;
-  } catch (abi::__forced_unwind&) {
-    throw;
-  } catch (...) {
-    return RaiseInPython();
-  }
+  PyObject* done = Guarded([&] {
+    std::optional<Lookup> call;
+    if (nargs == 1 && kwnames == nullptr) call = TakeLookup(core, args[0]);
+    return call ? Run(core, self, *call) : py::object();
+  });
+  if (done != nullptr || PyErr_Occurred()) return done;
   return CallPython(self, Names().python_get_computed_blocks, args, nargs,
                     kwnames);
 }

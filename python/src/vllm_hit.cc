@@ -15,28 +15,19 @@ struct Hit {
 
 PyTypeObject* hit_type = nullptr;
 
-// A VllmHit's memory with its CacheHit moved in (nullptr with an exception).
-PyObject* MakeHit(PyTypeObject* type, CacheHit&& hit) {
-  PyObject* self = type->tp_alloc(type, 0);
-  if (self == nullptr) return nullptr;
-  new (&reinterpret_cast<Hit*>(self)->hit) CacheHit(std::move(hit));
-  return self;
-}
-
 // VllmHit(cache_hit): a copy of a bound CacheHit.
-PyObject* HitNew(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+PyObject* HitNew(PyTypeObject* /*type: VllmHit, not a base*/, PyObject* args,
+                 PyObject* kwargs) {
   PyObject* source = nullptr;
   static const char* names[] = {"cache_hit", nullptr};
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:VllmHit",
                                    const_cast<char**>(names), &source)) {
     return nullptr;
   }
-  try {
-    const auto& hit = Convert<const CacheHit&>(source, "VllmHit(): cache_hit");
-    return MakeHit(type, CacheHit(hit));
-  } catch (...) {
-    return RaiseInPython();
-  }
+  return Guarded([source] {
+    return NewVllmHit(
+        CacheHit(Convert<const CacheHit&>(source, "VllmHit(): cache_hit")));
+  });
 }
 
 void HitDealloc(PyObject* self) {
@@ -52,16 +43,14 @@ PyObject* HitCall(PyObject* self, PyObject* args, PyObject* kwargs) {
     PyErr_SetString(PyExc_TypeError, "VllmHit() takes no arguments");
     return nullptr;
   }
-  try {
+  return Guarded([self] {
     const CacheHit& hit = reinterpret_cast<Hit*>(self)->hit;
     py::tuple ids(hit.blocks.size());
     for (std::size_t g = 0; g < hit.blocks.size(); ++g) {
       ids[g] = IdList(hit.blocks[g], false);
     }
-    return ids.release().ptr();
-  } catch (...) {
-    return RaiseInPython();
-  }
+    return ids;
+  });
 }
 
 PyObject* GetNumTokens(PyObject* self, void* /*closure*/) {
@@ -69,11 +58,8 @@ PyObject* GetNumTokens(PyObject* self, void* /*closure*/) {
 }
 
 PyObject* CacheHitCopy(PyObject* self, PyObject* /*unused*/) {
-  try {
-    return py::cast(reinterpret_cast<Hit*>(self)->hit).release().ptr();
-  } catch (...) {
-    return RaiseInPython();
-  }
+  return Guarded(
+      [self] { return py::cast(reinterpret_cast<Hit*>(self)->hit); });
 }
 
 PyGetSetDef hit_getset[] = {
@@ -119,9 +105,11 @@ py::list IdList(std::span<const BlockId> ids, bool skip_null) {
 }
 
 py::object NewVllmHit(CacheHit&& hit) {
-  PyObject* made = MakeHit(hit_type, std::move(hit));
-  if (made == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(made);
+  auto made =
+      py::reinterpret_steal<py::object>(hit_type->tp_alloc(hit_type, 0));
+  if (!made) throw py::error_already_set();
+  new (&reinterpret_cast<Hit*>(made.ptr())->hit) CacheHit(std::move(hit));
+  return made;
 }
 
 const CacheHit* VllmHitOf(PyObject* object) {
@@ -130,12 +118,6 @@ const CacheHit* VllmHitOf(PyObject* object) {
              : nullptr;
 }
 
-void BindVllmHit(py::module_& m) {
-  py::object type =
-      py::reinterpret_steal<py::object>(PyType_FromSpec(&hit_spec));
-  if (!type) throw py::error_already_set();
-  hit_type = reinterpret_cast<PyTypeObject*>(type.inc_ref().ptr());
-  m.attr("VllmHit") = type;
-}
+void BindVllmHit(py::module_& m) { hit_type = AddType(m, hit_spec, "VllmHit"); }
 
 }  // namespace hkv::python

@@ -94,7 +94,7 @@ namespace {
 PyObject* BindCoreMethod(PyObject* self, PyObject* const* args,
                          Py_ssize_t nargs) {
   Core& core = *reinterpret_cast<Core*>(self);
-  try {
+  return Guarded([&]() -> py::object {
     const FastArgs a("_bind_core", args, nargs, 7);
     CacheManager& cache = a.Get<CacheManager&>(0, "cache");
     const QuietCells& cells = a.Get<const QuietCells&>(1, "cells");
@@ -119,13 +119,8 @@ PyObject* BindCoreMethod(PyObject* self, PyObject* const* args,
     SetField(core.block_pool, a[5].ptr());
     core.hash_block_size = hash_block_size;
     core.digest_known = 0;
-  } catch (py::error_already_set& e) {
-    e.restore();
-    return nullptr;
-  } catch (...) {
-    return RaiseInPython();
-  }
-  Py_RETURN_NONE;
+    return py::none();
+  });
 }
 
 int CoreTraverse(PyObject* self, visitproc visit, void* arg) {
@@ -292,10 +287,7 @@ void BindVllmManager(py::module_& m) {
   names.python_allocate_slots = Intern("_allocate_slots");
   names.python_get_computed_blocks = Intern("_get_computed_blocks");
   names.record_lookup = Intern("_record_lookup");
-  py::object type =
-      py::reinterpret_steal<py::object>(PyType_FromSpec(&core_spec));
-  if (!type) throw py::error_already_set();
-  m.attr("VllmManagerCore") = type;
+  AddType(m, core_spec, "VllmManagerCore");
 }
 
 }  // namespace hkv::python

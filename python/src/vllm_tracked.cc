@@ -79,11 +79,7 @@ int SetMirror(PyObject* self, PyObject* value, void* /*closure*/) {
 PyObject* GetQuiet(PyObject* self, void* /*closure*/) {
   const Tracked* t = reinterpret_cast<Tracked*>(self);
   if (!t->has_quiet) Py_RETURN_NONE;
-  try {
-    return t->quiet.AsTuple().release().ptr();
-  } catch (...) {
-    return RaiseInPython();
-  }
+  return Guarded([t] { return t->quiet.AsTuple(); });
 }
 
 // None drops the record; anything but a record's tuple raises and changes
@@ -146,11 +142,7 @@ PyType_Spec tracked_spec = {"hkv._hkv.VllmTracked", sizeof(Tracked), 0,
 PyTypeObject* TrackedType() { return tracked_type; }
 
 void BindVllmTracked(py::module_& m) {
-  py::object type =
-      py::reinterpret_steal<py::object>(PyType_FromSpec(&tracked_spec));
-  if (!type) throw py::error_already_set();
-  tracked_type = reinterpret_cast<PyTypeObject*>(type.inc_ref().ptr());
-  m.attr("VllmTracked") = type;
+  tracked_type = AddType(m, tracked_spec, "VllmTracked");
 }
 
 }  // namespace hkv::python
