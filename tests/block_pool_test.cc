@@ -82,5 +82,45 @@ TEST(BlockPoolTest, MovedKeysKeepTheirOrderAndTokenCount) {
   EXPECT_TRUE(pool.CheckInvariants());
 }
 
+// A pool of 40 blocks each cached under its own key, freed in a shuffled
+// order: the free queue holds every block, each to be evicted when taken.
+void FillAndFreeShuffled(BlockPool& pool) {
+  std::vector<BlockId> blocks;
+  pool.Allocate(pool.num_free_blocks(), blocks);
+  std::uint64_t key = 0;
+  for (BlockId b : blocks) pool.CacheFull(b, KeyNumber(key++), 16);
+  std::vector<BlockId> shuffled;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    shuffled.push_back(blocks[(i * 17) % blocks.size()]);  // 17, 40 coprime
+  }
+  pool.Free(shuffled);
+}
+
+// Allocate loads ahead along the free queue while it evicts; an allocation
+// of any length, shorter or longer than how far it loads ahead, to the last
+// free block, takes the same blocks in the same order as one at a time, and
+// evicts each one's key.
+TEST(BlockPoolTest, EvictingAllocationsOfAnyLengthTakeTheQueueInOrder) {
+  constexpr std::uint32_t kBlocks = 41;  // 40 usable
+  for (std::uint32_t n :
+       {0u, 1u, 2u, 7u, 8u, 9u, 15u, 16u, 17u, 24u, 25u, 39u, 40u}) {
+    BlockPool pool(kBlocks, Caching::kEnabled);
+    BlockPool twin(kBlocks, Caching::kEnabled);
+    FillAndFreeShuffled(pool);
+    FillAndFreeShuffled(twin);
+    std::vector<BlockId> taken;
+    pool.Allocate(n, taken);
+    std::vector<BlockId> one_by_one;
+    for (std::uint32_t i = 0; i < n; ++i)
+      one_by_one.push_back(twin.AllocateOne());
+    EXPECT_EQ(taken, one_by_one) << n << " blocks";
+    EXPECT_EQ(pool.num_free_blocks(), kBlocks - 1 - n);
+    EXPECT_EQ(pool.num_keys(), kBlocks - 1 - n);
+    EXPECT_EQ(pool.stats().evicted_blocks, n);
+    for (BlockId b : taken) EXPECT_TRUE(pool.KeysOf(b).empty());
+    EXPECT_TRUE(pool.CheckInvariants());
+  }
+}
+
 }  // namespace
 }  // namespace hkv::internal

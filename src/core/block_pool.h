@@ -157,6 +157,14 @@ class BlockPool {
   const EventLog& events() const { return events_; }
 
   // The first-inserted block registered under `key`. Never touches refs.
+  // Where registering `key` reads at random, to prefetch: the index's home
+  // slot, and the evicted-key record's set (null while it holds none).
+  const void* IndexHome(const PrefixKey& key) const {
+    return index_.HomeSlot(key);
+  }
+  const void* EvictedSet(const PrefixKey& key) const {
+    return evicted_.empty() ? nullptr : evicted_.SetOf(key);
+  }
   std::optional<BlockId> FindCached(const PrefixKey& key) const {
     return index_.Find(key);
   }

@@ -60,6 +60,10 @@ class ChainRuns {
   // leave the run) and seals the run. A no-op for a non-member. O(members
   // cut).
   void Forget(BlockId block);
+  // Where `block`'s membership is recorded, to prefetch.
+  const void* MemberOf(BlockId block) const {
+    return &members_[ToIndex(block)];
+  }
 
   // Whether `block` (registered first under the key at `depth`) is a member
   // at `depth` whose run and every linked run still hold the chain down to

@@ -50,6 +50,11 @@ class EvictedKeys {
   // last Clear, or every one registered again): Forget and Contains then
   // touch no set.
   bool empty() const { return remembered_ == 0; }
+  // Where Remember, Forget and Contains read for `key` (its set), to
+  // prefetch.
+  const void* SetOf(const PrefixKey& key) const {
+    return &sets_[PlaceOf(key).set];
+  }
 
   // Bytes of the sets (capacity times element size).
   std::size_t MemoryBytes() const { return sets_.capacity() * sizeof(Set); }

@@ -53,6 +53,9 @@ class FreeBlockQueue {
   // The ids after and before `id` on its list; none past either end.
   // REQUIRES: Contains(id).
   std::optional<BlockId> Next(BlockId id) const;
+  // The block after `id`, unchecked and inline (a sentinel's index past the
+  // last). REQUIRES: Contains(id).
+  std::uint32_t RawNext(BlockId id) const { return links_[ToIndex(id)].next; }
   std::optional<BlockId> Prev(BlockId id) const;
   // REQUIRES: size(list) > 0.
   BlockId PopFront(std::uint32_t list);

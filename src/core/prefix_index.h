@@ -98,6 +98,16 @@ class PrefixIndex {
     }
   }
 
+  // Where `block`'s record is (its first key, its links), to prefetch.
+  const void* RecordOf(BlockId block) const {
+    return &records_[ToIndex(block)];
+  }
+  // Where a probe for `key` begins, for a caller to prefetch (a function
+  // that only prefetches can be dropped whole by GCC 12 as free of effects).
+  const void* HomeSlot(const PrefixKey& key) const {
+    return slots_.data() + (TagOf(key) & (slots_.size() - 1));
+  }
+
   // O(keys of `block`): a popular key may be registered for thousands of
   // blocks, a block holds a few keys.
   bool Contains(const PrefixKey& key, BlockId block) const;

@@ -146,6 +146,7 @@ void GroupManager::CommitFullBlocks(GroupTable& table, const Request& request,
     previous = pool_.FindCached(FullBlockKey(request.keys(), first - 1))
                    .value_or(kNullBlock);
   }
+  constexpr std::uint32_t kAhead = 8;
   for (std::uint32_t i = first; i < full; ++i) {
     const BlockId block = table.blocks[i];
     if (block == kNullBlock || (!keep.empty() && !keep[i - first])) {
@@ -155,6 +156,11 @@ void GroupManager::CommitFullBlocks(GroupTable& table, const Request& request,
       run_start = i + 1;
       previous = kNullBlock;
       continue;
+    }
+    if (i + kAhead < full) {  // the misses overlap (BlockPool::Allocate)
+      const PrefixKey ahead = FullBlockKey(request.keys(), i + kAhead);
+      __builtin_prefetch(pool_.IndexHome(ahead));
+      __builtin_prefetch(pool_.EvictedSet(ahead));
     }
     const PrefixKey key = FullBlockKey(request.keys(), i);
     if (chaining == Chaining::kChained) {
