@@ -122,5 +122,34 @@ TEST(BlockPoolTest, EvictingAllocationsOfAnyLengthTakeTheQueueInOrder) {
   }
 }
 
+// NumLeadingHeldBy checks sixteen consecutive ids at once where it can: a
+// break anywhere, inside such a run or not, in ascending, descending or
+// scattered ids, ends the count at the same block as one at a time.
+TEST(BlockPoolTest, LeadingBlocksHeldByAllStopAtTheFirstThatIsNot) {
+  BlockPool pool(100, Caching::kEnabled);
+  std::vector<BlockId> held;
+  pool.Allocate(40, held);  // ids 1..40, each referenced once
+  pool.TouchAll(held);      // twice
+  std::vector<BlockId> descending(held.rbegin(), held.rend());
+  std::vector<BlockId> scattered;
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    scattered.push_back(held[(i * 7) % held.size()]);  // 7, 40 coprime
+  }
+  for (const std::vector<BlockId>& ids : {held, descending, scattered}) {
+    EXPECT_EQ(pool.NumLeadingHeldBy(ids, 2), 40u);
+    EXPECT_EQ(pool.NumLeadingHeldBy(ids, 1), 0u);
+    EXPECT_EQ(pool.NumLeadingHeldBy({}, 2), 0u);
+    for (std::size_t at : {0u, 5u, 15u, 16u, 20u, 31u, 32u, 39u}) {
+      std::vector<BlockId> broken = ids;
+      broken[at] = kNullBlock;
+      EXPECT_EQ(pool.NumLeadingHeldBy(broken, 2), at);
+      const std::vector<BlockId> once{ids[at]};
+      pool.Free(once);  // referenced once now
+      EXPECT_EQ(pool.NumLeadingHeldBy(ids, 2), at);
+      pool.Touch(ids[at]);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hkv::internal

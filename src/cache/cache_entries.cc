@@ -70,14 +70,8 @@ std::uint32_t CacheCore::NumCommonPrefixBlocks(RequestId id,
   if (!TraitsOf(config_.groups[ToIndex(group)].kind).reads_whole_prefix) {
     return 0;  // a window or a state: its leading slots are null
   }
-  const std::span<const BlockId> table =
-      it->second.tables[ToIndex(group)].blocks;
-  std::uint32_t common = 0;
-  while (common < table.size() && table[common] != kNullBlock &&
-         pool_.ref_count(table[common]) == requests_.size()) {
-    ++common;
-  }
-  return common;
+  return pool_.NumLeadingHeldBy(it->second.tables[ToIndex(group)].blocks,
+                                static_cast<std::uint32_t>(requests_.size()));
 }
 
 void CacheCore::RemoveSkippedBlocks(RequestId id,

@@ -175,6 +175,26 @@ void BlockPool::Unpark(std::uint32_t pool, std::uint32_t n,
   spare_bytes_ -= n * slot_bytes_[pool];
 }
 
+std::uint32_t BlockPool::NumLeadingHeldBy(std::span<const BlockId> ids,
+                                          std::uint32_t holders) const {
+  std::size_t n = 0;
+  while (n < ids.size()) {
+    if (ids.size() - n >= kRunWidth && holders != kAnyRefCount &&
+        FindRun(ids.data() + n, blocks_.data(), holders, false) !=
+            RunStep::kNone) {
+      n += kRunWidth;
+      continue;
+    }
+    for (const std::size_t end = std::min(ids.size(), n + kRunWidth); n < end;
+         ++n) {
+      if (ids[n] == kNullBlock || ref_count(ids[n]) != holders) {
+        return static_cast<std::uint32_t>(n);
+      }
+    }
+  }
+  return static_cast<std::uint32_t>(n);
+}
+
 void BlockPool::Allocate(std::uint32_t n, std::vector<BlockId>& out,
                          std::uint32_t pool) {
   HKV_DCHECK(n <= num_free_blocks(pool));

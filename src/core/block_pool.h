@@ -251,6 +251,11 @@ class BlockPool {
   // returns false and changes nothing otherwise.
   bool Reset();
 
+  // How many of `ids`, from the first, are real blocks each referenced
+  // exactly `holders` times (stops at a null block). Sixteen at a time where
+  // they are consecutive ids (FindRun), else one at a time. O(ids).
+  std::uint32_t NumLeadingHeldBy(std::span<const BlockId> ids,
+                                 std::uint32_t holders) const;
   std::uint32_t ref_count(BlockId id) const {
     return blocks_[ToIndex(id)].ref_count;
   }
