@@ -204,12 +204,11 @@ void BlockPool::Allocate(std::uint32_t n, std::vector<BlockId>& out,
   }
   // Evicting a block reads records at random places: its pool entry, run
   // membership and index record, then its key's slot and evicted-key set.
-  // Two cursors down the
-  // free queue load them ahead (the records kFar blocks ahead, the places of
-  // the key read from a record loaded by then kNear ahead), so that the
-  // misses overlap instead of following each other. The prefetches are
-  // written here, not in a helper: GCC 12 may drop a call to a function
-  // that only prefetches as free of effects.
+  // Two cursors down the free queue load them ahead (the records kFar blocks
+  // ahead, the places of the key read from a record loaded by then kNear
+  // ahead), so that the misses overlap instead of following each other. The
+  // prefetches are written here, not in a helper: GCC 12 may drop a call to
+  // a function that only prefetches as free of effects.
   constexpr std::uint32_t kFar = 16;
   constexpr std::uint32_t kNear = 8;
   const auto at = [&](std::uint32_t position) {
