@@ -199,11 +199,32 @@ def matches(index, tokens):
             for m in answer["instances"]]
 
 
+# How long the index's batch count must hold still before join counts the
+# batches it published as all applied.
+SETTLE_S = 0.5
+
+
 def join(index, instance, publish):
-    """Publishes empty batches until the index has applied one."""
-    wait_until(lambda: publish() or
-               index.value("hkv_index_batches_total", instance) > 0,
+    """Publishes empty batches until the index has applied one, then waits
+    until it has applied every one still in flight (its count holds still
+    for SETTLE_S; none is published meanwhile), so that a count read after
+    join covers every batch join sent: on a busy machine several are in
+    flight when the first is applied, and a count read at once missed them
+    (a later wait for that count plus the batches sent after it then never
+    ended)."""
+    batches = "hkv_index_batches_total"
+    wait_until(lambda: publish() or index.value(batches, instance) > 0,
                f"instance {instance}'s subscription", every=0.05)
+    count = index.value(batches, instance)
+    since = time.monotonic()
+    deadline = since + WAIT_S
+    while time.monotonic() - since < SETTLE_S:
+        if time.monotonic() > deadline:
+            pytest.fail(f"instance {instance}'s batch count never held still")
+        time.sleep(0.02)
+        now = index.value(batches, instance)
+        if now != count:
+            count, since = now, time.monotonic()
 
 
 def test_hkv_index_answers_as_each_manager_looks_up():
