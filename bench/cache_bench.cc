@@ -127,6 +127,39 @@ BENCHMARK(BM_Free_128k)
     ->MinTime(0.1)
     ->Unit(benchmark::kMicrosecond);
 
+// The engine's per-step question: the leading blocks every running request
+// holds. Two requests share a 65,536-token prompt (4,095 common blocks at
+// block 16, adopted from the cache); each iteration asks once.
+void BM_NumCommonPrefixBlocks_64k(benchmark::State& state) {
+  constexpr std::uint32_t kBlock = 16;
+  constexpr std::uint32_t kTokens = 65536;
+  Result<CacheManager> cache =
+      CacheManager::Create({.groups = {{.block_size = kBlock}},
+                            .num_blocks = 3 * kTokens / kBlock,
+                            .keys = {}});
+  const std::vector<TokenId> prompt = bench::RandomTokens(kTokens, 1);
+  if (!cache || !bench::CachePrompt(*cache, prompt, RequestId{1})) {
+    state.SkipWithError("setup failed");
+    return;
+  }
+  for (std::uint64_t id : {2u, 3u}) {
+    const Request request({.id = RequestId{id}}, prompt, cache->key_scheme());
+    const CacheHit hit = cache->Lookup(request);
+    if (!cache->Allocate(request, {.num_new_tokens = kTokens - hit.num_tokens,
+                                   .hit = &hit})) {
+      state.SkipWithError("admission failed");
+      return;
+    }
+  }
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        cache->NumCommonPrefixBlocks(RequestId{2}, GroupId{0}));
+  }
+  state.counters["common_blocks"] = static_cast<double>(
+      cache->NumCommonPrefixBlocks(RequestId{2}, GroupId{0}));
+}
+BENCHMARK(BM_NumCommonPrefixBlocks_64k)->Unit(benchmark::kMicrosecond);
+
 // The calls a long prompt's cached prefix costs, by prompt length at block
 // 16: a warm Lookup of the whole prompt (less the last token), the Allocate
 // adopting that hit, and the Free of the request, each timed alone; the

@@ -211,16 +211,15 @@ void BlockPool::Allocate(std::uint32_t n, std::vector<BlockId>& out,
   // a function that only prefetches as free of effects.
   constexpr std::uint32_t kFar = 16;
   constexpr std::uint32_t kNear = 8;
-  const auto at = [&](std::uint32_t position) {
-    BlockId id = free_queue_.front(pool);
-    for (std::uint32_t k = 0; k < position; ++k) {
-      id = BlockId{free_queue_.RawNext(id)};
-    }
-    return id;
-  };
-  const std::uint32_t far_end = std::min(n, kFar);
-  BlockId far = at(far_end - 1);
-  BlockId near = at(std::min(n, kNear) - 1);
+  // The cursors start at positions kNear - 1 and kFar - 1 (or the last).
+  BlockId near = free_queue_.front(pool);
+  for (std::uint32_t k = 1; k < std::min(n, kNear); ++k) {
+    near = BlockId{free_queue_.RawNext(near)};
+  }
+  BlockId far = near;
+  for (std::uint32_t k = std::min(n, kNear); k < std::min(n, kFar); ++k) {
+    far = BlockId{free_queue_.RawNext(far)};
+  }
   for (std::uint32_t i = 0; i < n; ++i) {
     if (i + kFar < n) {
       far = BlockId{free_queue_.RawNext(far)};
