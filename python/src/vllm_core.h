@@ -3,13 +3,15 @@
 // scheduler makes per request are C methods. allocate_slots
 // (vllm_core_allocate.cc): a quiet decode call returns without running
 // Python, and a running request's allocation without a hit runs its
-// mirror's sync, the allocation and the commit here. get_computed_blocks
-// (vllm_core_lookup.cc): a request's first lookup, keyed from the engine's
-// block hashes. Every call these paths do not take as it is (a first
-// allocation, a hit, connector tokens, events on, caching off, arguments that
-// are not plain ints and bools, anything to raise about) goes to the
-// manager's Python (`_allocate_slots`, `_get_computed_blocks`) with the
-// arguments as given. The type itself is in vllm_manager.cc.
+// mirror's sync, the allocation and the commit here; a request's first
+// (vllm_core_admit.cc) builds its mirror here and adopts its lookup's hit.
+// get_computed_blocks (vllm_core_lookup.cc): a request's first lookup,
+// keyed from the engine's block hashes. Every call these paths do not take
+// as it is (a hit cut short, a retry after a refusal, connector tokens,
+// events on, caching off, arguments that are not plain ints and bools,
+// anything to raise about) goes to the manager's Python (`_allocate_slots`,
+// `_get_computed_blocks`) with the arguments as given. The type itself is
+// in vllm_manager.cc.
 #pragma once
 
 #include <Python.h>
@@ -19,6 +21,7 @@
 #include "bindings.h"
 #include "hkv/cache_manager.h"
 #include "quiet_cells.h"
+#include "vllm_tracked.h"
 
 namespace hkv::python {
 
@@ -51,6 +54,9 @@ struct CoreNames {
   PyObject* request_id = nullptr;
   PyObject* num_computed_tokens = nullptr;
   PyObject* num_tokens = nullptr;
+  PyObject* num_prompt_tokens = nullptr;
+  PyObject* lora_request = nullptr;
+  PyObject* lora_int_id = nullptr;
   PyObject* block_hashes = nullptr;
   PyObject* skip_reading_prefix_cache = nullptr;
   PyObject* enable_kv_cache_events = nullptr;
@@ -79,6 +85,11 @@ bool DigestKnown(Core& core);
 // them) and the manager's block views. (Made through the class: setting its
 // fields from C without its __init__ was slower.)
 py::object MakeBlocks(const Core& core, PyObject* ids);
+// A new tracked entry for `request` with the next mirror id, registered in
+// core.tracked under `id` (a dict insert may run Python: an id's __hash__);
+// `holder` takes a reference to it.
+Tracked& NewTracked(Core& core, PyObject* request, PyObject* id,
+                    py::object& holder);
 // The manager's Python method `name` with the arguments as given.
 PyObject* CallPython(PyObject* self, PyObject* name, PyObject* const* args,
                      Py_ssize_t nargs, PyObject* kwnames);

@@ -2,7 +2,10 @@
 // request's call with no hit, connector or encoder tokens, plain ints and
 // bools, caching on and events off runs here whole: the quiet check against
 // its record (QuietCells), else the mirror's sync, the allocation and the
-// commit (AllocateSlots, vllm_calls.h) and the KVCacheBlocks result.
+// commit (AllocateSlots, vllm_calls.h) and the KVCacheBlocks result. A
+// request's first call is its admission (vllm_core_admit.cc).
+#include "vllm_core_allocate.h"
+
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -12,26 +15,11 @@
 #include "bindings.h"
 #include "fast_call.h"
 #include "vllm_calls.h"
-#include "vllm_core.h"
-#include "vllm_tracked.h"
 
 namespace hkv::python {
 namespace {
 
-// allocate_slots' parameters, in the engine's order.
-enum Arg {
-  kRequest,
-  kNumNewTokens,
-  kNumNewComputedTokens,
-  kNewComputedBlocks,
-  kNumLookaheadTokens,
-  kNumExternalComputedTokens,
-  kDelayCacheBlocks,
-  kNumEncoderTokens,
-  kFullSequenceMustFit,
-  kNumArgs
-};
-constexpr std::array<const char*, kNumArgs> kArgNames = {
+constexpr std::array<const char*, kNumAllocateArgs> kArgNames = {
     "request",
     "num_new_tokens",
     "num_new_computed_tokens",
@@ -43,44 +31,27 @@ constexpr std::array<const char*, kNumArgs> kArgNames = {
     "full_sequence_must_fit"};
 
 // Interned kArgNames.
-std::array<PyObject*, kNumArgs> arg_names{};
+std::array<PyObject*, kNumAllocateArgs> arg_names{};
 
 // The arguments by parameter (nullptr: not given). False for anything
 // Python would raise about (too many, unknown or repeated names).
 bool ParseArgs(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
-               std::array<PyObject*, kNumArgs>& out) {
-  if (nargs > kNumArgs) return false;
+               AllocateArgs& out) {
+  if (nargs > kNumAllocateArgs) return false;
   std::copy(args, args + nargs, out.begin());
   const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
   for (Py_ssize_t k = 0; k < nkw; ++k) {
     PyObject* name = PyTuple_GET_ITEM(kwnames, k);
     std::size_t i = 0;
-    while (i < kNumArgs && arg_names[i] != name &&
+    while (i < kNumAllocateArgs && arg_names[i] != name &&
            PyUnicode_Compare(arg_names[i], name) != 0) {
       ++i;
     }
-    if (i == kNumArgs || out[i] != nullptr) return false;
+    if (i == kNumAllocateArgs || out[i] != nullptr) return false;
     out[i] = args[nargs + k];
   }
   return out[kRequest] != nullptr && out[kNumNewTokens] != nullptr;
 }
-
-// What the calls this path takes have in common: a running request's
-// allocation of new tokens with nothing else to place.
-struct Call {
-  PyObject* request;
-  Tracked* tracked;
-  long long num_new_tokens;
-  long long lookahead;
-  bool no_commit;  // delay_cache_blocks or caching off
-};
-
-// The request's token counts as read so far (an engine property each; the
-// allocation reads what the quiet check did not).
-struct Counts {
-  std::optional<long long> computed;
-  std::optional<long long> num_tokens;
-};
 
 // Whether the call changes nothing (QuietCells::Record's ranges hold). Reads
 // the request's counts into `counts` as far as it gets.
@@ -107,8 +78,8 @@ bool IsQuiet(const Core& core, const Call& call, Counts& counts) {
   return r.commit_lo <= cached && cached <= r.commit_hi;
 }
 
-// Whether the block pool publishes events (then the manager's Python drains
-// them) or has not learnt the keys' digest size (its Python does that).
+}  // namespace
+
 bool PoolNeedsPython(Core& core) {
   PyObject* events =
       PyObject_GetAttr(core.block_pool, Names().enable_kv_cache_events);
@@ -120,6 +91,8 @@ bool PoolNeedsPython(Core& core) {
   }
   return !DigestKnown(core);
 }
+
+namespace {
 
 // The request's counts and the tokens its mirror has not seen, or nothing
 // when the manager's Python must sync them (caching off, events on, the
@@ -183,15 +156,15 @@ py::object Result(Core& core, Tracked& t, const Placed& placed) {
   return MakeBlocks(core, tables);
 }
 
-// The allocation of a call that is not quiet, or nothing when the manager's
-// Python must make it. Throws what AllocateSlots throws, the entry's counts
-// kept in step with the mirror.
+}  // namespace
+
 std::optional<py::object> Allocate(Core& core, const Call& call,
                                    const Counts& counts) {
   const std::optional<Sync> sync = TakeSync(core, call, counts);
   if (!sync) return std::nullopt;
   Tracked& t = *call.tracked;
-  const long long total_computed = std::min(sync->computed, core.max_model_len);
+  const long long total_computed = std::min(
+      sync->computed + call.num_new_computed_tokens, core.max_model_len);
   std::optional<std::uint32_t> commit;
   if (!call.no_commit) {
     commit = static_cast<std::uint32_t>(
@@ -200,7 +173,9 @@ std::optional<py::object> Allocate(Core& core, const Call& call,
   const AllocationRequest allocation{
       .num_computed_tokens = static_cast<std::uint32_t>(sync->computed),
       .num_new_tokens = static_cast<std::uint32_t>(call.num_new_tokens),
-      .num_lookahead_tokens = static_cast<std::uint32_t>(call.lookahead)};
+      .num_lookahead_tokens = static_cast<std::uint32_t>(call.lookahead),
+      .hit = call.hit,
+      .gate = call.gate};
   // What the reads above may have run (an engine property) cannot free
   // what the call uses: references held, the mirror checked again.
   const auto zeroed = py::reinterpret_borrow<py::tuple>(core.zeroed);
@@ -233,9 +208,10 @@ std::optional<py::object> Allocate(Core& core, const Call& call,
   return Result(core, t, *placed);
 }
 
+namespace {
+
 // The call as this path takes it, or nothing.
-std::optional<Call> TakeCall(const Core& core,
-                             const std::array<PyObject*, kNumArgs>& a) {
+std::optional<Call> TakeCall(const Core& core, const AllocateArgs& a) {
   const auto num_new = PlainInt(a[kNumNewTokens]);
   const auto lookahead = PlainInt(a[kNumLookaheadTokens]);
   const auto delay = PlainFlag(a[kDelayCacheBlocks]);
@@ -269,7 +245,7 @@ std::optional<Call> TakeCall(const Core& core,
 }  // namespace
 
 void InternAllocateArgs() {
-  for (std::size_t i = 0; i < kNumArgs; ++i) {
+  for (std::size_t i = 0; i < kNumAllocateArgs; ++i) {
     arg_names[i] = PyUnicode_InternFromString(kArgNames[i]);
     if (arg_names[i] == nullptr) throw py::error_already_set();
   }
@@ -279,10 +255,10 @@ PyObject* AllocateSlotsMethod(PyObject* self, PyObject* const* args,
                               Py_ssize_t nargs, PyObject* kwnames) {
   Core& core = *reinterpret_cast<Core*>(self);
   PyObject* done = Guarded([&]() -> py::object {
-    std::array<PyObject*, kNumArgs> a{};
-    const std::optional<Call> call =
-        ParseArgs(args, nargs, kwnames, a) ? TakeCall(core, a) : std::nullopt;
-    if (!call) return {};
+    AllocateArgs a{};
+    if (!ParseArgs(args, nargs, kwnames, a)) return {};
+    const std::optional<Call> call = TakeCall(core, a);
+    if (!call) return Admit(core, a).value_or(py::object());
     // The entry stays alive while Python runs (a property's getter).
     const py::object keep = py::reinterpret_borrow<py::object>(
         reinterpret_cast<PyObject*>(call->tracked));

@@ -78,17 +78,7 @@ std::optional<Lookup> TakeLookup(Core& core, PyObject* request) {
 // The request's tracked entry, made and registered if it has none.
 Tracked& Entry(Core& core, Lookup& call) {
   if (call.tracked) return *AsTracked(call.tracked.ptr());
-  PyTypeObject* type = TrackedType();
-  call.tracked = py::reinterpret_steal<py::object>(type->tp_alloc(type, 0));
-  if (!call.tracked) throw py::error_already_set();
-  Tracked& t = *AsTracked(call.tracked.ptr());
-  SetField(t.request, call.request);
-  t.id = core.next_id;
-  if (PyDict_SetItem(core.tracked, call.id.ptr(), call.tracked.ptr()) != 0) {
-    throw py::error_already_set();
-  }
-  ++core.next_id;
-  return t;
+  return NewTracked(core, call.request, call.id.ptr(), call.tracked);
 }
 
 // (KVCacheBlocks, num_tokens) of the lookup.

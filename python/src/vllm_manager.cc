@@ -76,6 +76,21 @@ py::object MakeBlocks(const Core& core, PyObject* ids) {
   return py::reinterpret_steal<py::object>(blocks);
 }
 
+Tracked& NewTracked(Core& core, PyObject* request, PyObject* id,
+                    py::object& holder) {
+  PyTypeObject* type = TrackedType();
+  holder = py::reinterpret_steal<py::object>(type->tp_alloc(type, 0));
+  if (!holder) throw py::error_already_set();
+  Tracked& t = *AsTracked(holder.ptr());
+  SetField(t.request, request);
+  t.id = core.next_id;
+  if (PyDict_SetItem(core.tracked, id, holder.ptr()) != 0) {
+    throw py::error_already_set();
+  }
+  ++core.next_id;
+  return t;
+}
+
 PyObject* CallPython(PyObject* self, PyObject* name, PyObject* const* args,
                      Py_ssize_t nargs, PyObject* kwnames) {
   const Py_ssize_t total =
@@ -280,6 +295,9 @@ void BindVllmManager(py::module_& m) {
   names.request_id = Intern("request_id");
   names.num_computed_tokens = Intern("num_computed_tokens");
   names.num_tokens = Intern("num_tokens");
+  names.num_prompt_tokens = Intern("num_prompt_tokens");
+  names.lora_request = Intern("lora_request");
+  names.lora_int_id = Intern("lora_int_id");
   names.block_hashes = Intern("block_hashes");
   names.enable_kv_cache_events = Intern("enable_kv_cache_events");
   names.digest_size = Intern("digest_size");

@@ -1,6 +1,7 @@
 """hkv.vllm.KVCacheManager's core (_hkv.VllmManagerCore, C++): its
-allocate_slots takes a running request's calls itself and hands every other
-to the manager's Python, ``_allocate_slots``. The two paths must be one:
+allocate_slots takes a running request's calls and a request's admission
+itself and hands every other to the manager's Python, ``_allocate_slots``.
+The two paths must be one:
 same blocks, same tables, same free queue and cache after every call, the
 same errors."""
 import random
@@ -108,9 +109,112 @@ def test_the_core_and_the_python_path_place_the_same_blocks(seed):
     assert stats[0] == stats[1] and stats[0].requests > len(prompts)
     # Only the first lookup, before any keys were read, goes to Python.
     assert Counted.lookups_handed == 1
-    # Admissions (a hit or none, passed back), int subclasses and retries
-    # after a refusal go to Python; most decode calls must not.
-    assert Counted.handed < 30, Counted.handed
+    # The first admission (before the digest size is learnt), int
+    # subclasses and retries after a refusal go to Python; other admissions
+    # and most decode calls must not.
+    assert Counted.handed < 15, Counted.handed
+
+
+class Lora:
+    def __init__(self, lora_int_id):
+        self.lora_int_id = lora_int_id
+        self.lora_name = f"lora{lora_int_id}"
+        self.lora_path = None
+
+
+def mirror_fields(kv, rid):
+    mirror = kv._tracked[rid].mirror
+    return (mirror.id, mirror.num_tokens, mirror.num_prompt_tokens,
+            mirror.keys, mirror.cache_read, mirror.lora_id)
+
+
+def admissions(seed):
+    """Admissions of 30 requests into a Counted and a PythonOnly manager,
+    compared after each; (calls handed to Python, hits cut, refusals)."""
+    rng = random.Random(seed)
+    num_blocks = rng.randrange(30, 90)
+    specs = SPECS if seed % 2 else SPECS[:1]
+    managers = [cls(config(*specs, num_blocks=num_blocks),
+                    max_model_len=4096, hash_block_size=16)
+                for cls in (Counted, PythonOnly)]
+    for kv in managers:  # the digest size learnt (by the Python path)
+        first = v.Request("first", range(16))
+        admit(kv, first)
+        kv.free(first)
+    Counted.handed = 0
+    shared = [rng.randrange(100) for _ in range(rng.randrange(16, 80))]
+    cut_short = refused = 0
+    held = []
+    for i in range(30):
+        prompt = shared + [rng.randrange(100)
+                           for _ in range(rng.randrange(1, 90))]
+        outputs = [rng.randrange(100) for _ in range(rng.randrange(0, 20))]
+        options = dict(
+            lora_request=Lora(rng.randrange(3)) if rng.random() < 0.2
+            else None,
+            skip_reading_prefix_cache=rng.random() < 0.1)
+        form = rng.choice(("lookup", "lookup", "none", "cut"))
+        whole = rng.random() < 0.5
+        lookahead = rng.choice((0, 0, 3))
+        delay = rng.random() < 0.1
+        keep = rng.random() < 0.5
+        results = []
+        if len(held) > 2:
+            rid = held.pop(0)
+            for kv in managers:
+                kv.free(kv._tracked[rid].request)
+        for kv in managers:
+            r = v.Request(f"a{i}", prompt, **options)
+            r.append_output_token_ids(outputs)  # resumed: outputs to key
+            blocks, hit = None, 0
+            if form != "none":
+                blocks, hit = kv.get_computed_blocks(r)
+            if form == "cut" and hit >= 32:
+                hit -= 16  # handed to Python, which cuts the hit
+                blocks = None
+                cut_short += kv is managers[0]
+            n = r.num_tokens - hit
+            new = kv.allocate_slots(r, n, hit, blocks,
+                                    num_lookahead_tokens=lookahead,
+                                    delay_cache_blocks=delay,
+                                    full_sequence_must_fit=whole)
+            refused += new is None and kv is managers[0]
+            if new is not None and delay:
+                kv.cache_blocks(r, hit + n)
+            results.append((hit, ids(new), state(kv, r.request_id),
+                            mirror_fields(kv, r.request_id)))
+            kv.take_new_block_ids()
+            if not keep or new is None:
+                kv.free(r)
+        assert results[0] == results[1], (seed, i)
+        if keep and results[0][1] is not None:
+            held.append(f"a{i}")
+    return Counted.handed, cut_short, refused
+
+
+def test_an_admission_runs_in_the_core_as_in_python():
+    # A request's first allocate_slots, as the engine's scheduler makes it
+    # (its lookup's blocks whole, or none, the whole-sequence gate on or
+    # off), runs in the core; a hit cut short goes to Python. Both build the
+    # same mirror and place the same blocks, refusals included.
+    total_cut = total_refused = 0
+    for seed in range(20):
+        handed, cut_short, refused = admissions(seed)
+        assert handed == cut_short, (seed, handed, cut_short)
+        total_cut += cut_short
+        total_refused += refused
+    assert total_cut > 10 and total_refused > 10, (total_cut, total_refused)
+
+
+def test_an_admission_with_keys_that_do_not_convert_raises_as_before():
+    for cls in (Counted, PythonOnly):
+        kv = cls(config(*SPECS), max_model_len=4096, hash_block_size=16)
+        admit(kv, v.Request("a", range(40)))  # the digest size learnt
+        b = v.Request("b", range(40))
+        b.block_hashes[1] = "not bytes"
+        with pytest.raises(hkv.UsageError, match=r"keys\[1\] must be bytes"):
+            kv.allocate_slots(b, 40)
+        assert kv.get_block_ids("b") == ([], [], []) and kv.usage > 0
 
 
 def test_a_call_the_engine_would_reject_is_rejected_as_before():

@@ -187,8 +187,9 @@ class KVCacheManager(_hkv.VllmManagerCore):
     # running request's call that changes nothing (its token counts in the
     # cells of its last allocation's quiet record, nothing else changed
     # since) returns at once, and one that allocates or caches without a
-    # hit, connector tokens or events runs in C++ too. Every other call
-    # comes here with the arguments as the scheduler gave them.
+    # hit, connector tokens or events runs in C++ too, as does a request's
+    # first (its mirror built, its lookup's hit adopted whole). Every other
+    # call comes here with the arguments as the scheduler gave them.
 
     def _allocate_slots(self, request, num_new_tokens,
                         num_new_computed_tokens=0, new_computed_blocks=None,
