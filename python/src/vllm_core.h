@@ -6,11 +6,14 @@
 // mirror's sync, the allocation and the commit here; a request's first
 // (vllm_core_admit.cc) builds its mirror here and adopts its lookup's hit.
 // get_computed_blocks (vllm_core_lookup.cc): a request's first lookup,
-// keyed from the engine's block hashes. Every call these paths do not take
-// as it is (a hit cut short, a retry after a refusal, connector tokens,
-// events on, caching off, arguments that are not plain ints and bools,
-// anything to raise about) goes to the manager's Python (`_allocate_slots`,
-// `_get_computed_blocks`) with the arguments as given. The type itself is
+// keyed from the engine's block hashes. get_num_common_prefix_blocks
+// (vllm_core_common_prefix.cc): every group's count in one call. Every call
+// these paths do not take as it is (a hit cut short, a retry after a refusal,
+// connector tokens, events on, caching off, arguments that are not plain ints
+// and bools, anything to raise about) goes to the manager's Python
+// (`_allocate_slots`,
+// `_get_computed_blocks`, `_get_num_common_prefix_blocks`) with the
+// arguments as given. The type itself is
 // in vllm_manager.cc.
 #pragma once
 
@@ -63,6 +66,7 @@ struct CoreNames {
   PyObject* digest_size = nullptr;
   PyObject* python_allocate_slots = nullptr;
   PyObject* python_get_computed_blocks = nullptr;
+  PyObject* python_get_num_common_prefix_blocks = nullptr;
   PyObject* record_lookup = nullptr;
   PyObject* blocks_ids = nullptr;  // BlocksOverIds' fields
   PyObject* blocks_views = nullptr;
@@ -99,6 +103,8 @@ PyObject* AllocateSlotsMethod(PyObject* self, PyObject* const* args,
                               Py_ssize_t nargs, PyObject* kwnames);
 PyObject* GetComputedBlocksMethod(PyObject* self, PyObject* const* args,
                                   Py_ssize_t nargs, PyObject* kwnames);
+PyObject* GetNumCommonPrefixBlocksMethod(PyObject* self, PyObject* const* args,
+                                         Py_ssize_t nargs, PyObject* kwnames);
 // Interns allocate_slots' parameter names (once, at the module's import).
 void InternAllocateArgs();
 

@@ -258,6 +258,15 @@ PyMethodDef core_methods[] = {
      "(KVCacheBlocks, num_tokens): the longest cached prefix of a request "
      "holding no blocks, at most num_tokens - 1 tokens; none with caching "
      "off or skip_reading_prefix_cache."},
+    {"get_num_common_prefix_blocks",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)()>(&GetNumCommonPrefixBlocksMethod)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "get_num_common_prefix_blocks($self, running_request_id)\n--\n\n"
+     "Per group, the leading blocks every request holding blocks holds (0 "
+     "for groups that do not read the whole prefix, and everywhere with "
+     "caching off, as the engine counts). Raises hkv.UsageError for a "
+     "request holding no blocks."},
     {"_bind_core",
      reinterpret_cast<PyCFunction>(
          reinterpret_cast<void (*)()>(&BindCoreMethod)),
@@ -304,6 +313,8 @@ void BindVllmManager(py::module_& m) {
   names.skip_reading_prefix_cache = Intern("skip_reading_prefix_cache");
   names.python_allocate_slots = Intern("_allocate_slots");
   names.python_get_computed_blocks = Intern("_get_computed_blocks");
+  names.python_get_num_common_prefix_blocks =
+      Intern("_get_num_common_prefix_blocks");
   names.record_lookup = Intern("_record_lookup");
   AddType(m, core_spec, "VllmManagerCore");
 }

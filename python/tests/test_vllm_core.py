@@ -27,6 +27,9 @@ class PythonOnly(v.KVCacheManager):
     def get_computed_blocks(self, request):
         return self._get_computed_blocks(request)
 
+    def get_num_common_prefix_blocks(self, running_request_id):
+        return self._get_num_common_prefix_blocks(running_request_id)
+
 
 class Counted(v.KVCacheManager):
     """Counts the calls the core hands to the manager's Python."""
@@ -48,8 +51,10 @@ class Int(int):
 
 def state(kv, rid):
     cache = kv.cache
+    holds = rid in kv.holding_request_ids()
     return (kv.get_block_ids(rid), cache.free_queue(),
-            cache.cached_blocks_per_group(), list(kv._new_block_ids))
+            cache.cached_blocks_per_group(), list(kv._new_block_ids),
+            kv.get_num_common_prefix_blocks(rid) if holds else None)
 
 
 def ids(blocks):
@@ -215,6 +220,25 @@ def test_an_admission_with_keys_that_do_not_convert_raises_as_before():
         with pytest.raises(hkv.UsageError, match=r"keys\[1\] must be bytes"):
             kv.allocate_slots(b, 40)
         assert kv.get_block_ids("b") == ([], [], []) and kv.usage > 0
+
+
+def test_the_common_prefix_is_counted_in_one_call_as_in_python():
+    kv = v.KVCacheManager(config(*SPECS), max_model_len=4096,
+                          hash_block_size=16)
+    a, b = v.Request("a", range(64)), v.Request("b", range(70))
+    admit(kv, a)
+    admit(kv, b)
+    assert kv.get_num_common_prefix_blocks("a") == \
+        kv._get_num_common_prefix_blocks("a") == [4, 0, 0]
+    for bad in ("c", ["a"]):  # holds nothing; not a key
+        with pytest.raises((hkv.UsageError, TypeError)):
+            kv.get_num_common_prefix_blocks(bad)
+    with pytest.raises(TypeError):
+        kv.get_num_common_prefix_blocks()
+    off = v.KVCacheManager(config(*SPECS), max_model_len=4096,
+                           hash_block_size=16, enable_caching=False)
+    admit(off, v.Request("a", range(64)))
+    assert off.get_num_common_prefix_blocks("a") == [0, 0, 0]
 
 
 def test_a_call_the_engine_would_reject_is_rejected_as_before():

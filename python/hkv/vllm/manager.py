@@ -277,10 +277,11 @@ class KVCacheManager(_hkv.VllmManagerCore):
             self.prefix_cache_stats.reset = True
         return True
 
-    def get_num_common_prefix_blocks(self, running_request_id):
-        """Per group, the leading blocks every request holding blocks holds
-        (0 for groups that do not read the whole prefix, and everywhere
-        with caching off, as the engine counts)."""
+    # get_num_common_prefix_blocks is the core's: a request holding blocks
+    # is answered in one C++ call for every group. Every other comes here.
+
+    def _get_num_common_prefix_blocks(self, running_request_id):
+        """get_num_common_prefix_blocks (the core's docstring) in full."""
         if not self.enable_caching:
             return [0] * self.num_kv_cache_groups
         tracked = self._tracked.get(running_request_id)
