@@ -72,6 +72,13 @@ bool IsQuiet(const Core& core, const Call& call, Counts& counts) {
     return false;
   }
   if (call.no_commit) return true;
+  // The cached count is min(main, the request's tokens), and its tokens
+  // only grow: at least the mirror's. When that bound already places it in
+  // range, the token count (an engine property, a third of this check's
+  // cost) is not read.
+  if (r.commit_lo <= std::min(main, t.num_tokens) && main <= r.commit_hi) {
+    return true;
+  }
   counts.num_tokens = IntAttr(call.request, Names().num_tokens);
   if (!counts.num_tokens) return false;
   const long long cached = std::min(main, *counts.num_tokens);
