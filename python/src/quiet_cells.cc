@@ -29,39 +29,45 @@ QuietCells::QuietCells(const std::vector<GroupSpec>& groups,
                      " groups but " + std::to_string(block_sizes.size()) +
                      " block sizes");
   }
-  std::map<std::int64_t, std::set<std::int64_t>> offsets;
-  const auto add = [&offsets](std::int64_t period, std::int64_t offset) {
+  // By count: period -> offsets.
+  std::array<std::map<std::int64_t, std::set<std::int64_t>>, 3> offsets;
+  const auto add = [&offsets](QuietCount count, std::int64_t period,
+                              std::int64_t offset) {
     if (period <= 0) {
       throw UsageError("QuietCells: a period of " + std::to_string(period) +
                        " tokens (block sizes and chunks are at least 1)");
     }
-    offsets[period].insert(Residue(offset, period));
+    offsets[static_cast<std::size_t>(count)][period].insert(
+        Residue(offset, period));
   };
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const GroupSpec& group = groups[g];
     const std::int64_t b = block_sizes[g];
-    add(b, 0);
-    add(b, 1);
+    add(QuietCount::kMain, b, 1);
+    add(QuietCount::kCached, b, 0);
     if (group.kind == GroupKind::kSlidingWindow) {
-      add(b, group.sliding_window - 1);
+      add(QuietCount::kComputed, b, group.sliding_window - 1);
     } else if (group.kind == GroupKind::kChunkedLocal) {
-      add(group.chunk_size, 0);
+      add(QuietCount::kComputed, group.chunk_size, 0);
     } else if (group.kind == GroupKind::kRecurrent) {
-      add(b, group.speculative_blocks + 1);
+      add(QuietCount::kComputed, b, group.speculative_blocks + 1);
     }
   }
-  for (const auto& [period, found] : offsets) {
-    Period p{.period = period, .offsets = {*found.rbegin() - period}};
-    p.offsets.insert(p.offsets.end(), found.begin(), found.end());
-    p.offsets.push_back(*found.begin() + period);
-    periods_.push_back(std::move(p));
+  for (std::size_t count = 0; count < offsets.size(); ++count) {
+    for (const auto& [period, found] : offsets[count]) {
+      Period p{.period = period, .offsets = {*found.rbegin() - period}};
+      p.offsets.insert(p.offsets.end(), found.begin(), found.end());
+      p.offsets.push_back(*found.begin() + period);
+      periods_[count].push_back(std::move(p));
+    }
   }
 }
 
-std::pair<std::int64_t, std::int64_t> QuietCells::Cell(std::int64_t x) const {
+std::pair<std::int64_t, std::int64_t> QuietCells::CellIn(const Periods& periods,
+                                                         std::int64_t x) {
   std::int64_t lo = kFarBelow;
   std::int64_t hi = kFarAbove;
-  for (const Period& p : periods_) {
+  for (const Period& p : periods) {
     const std::int64_t residue = Residue(x, p.period);
     const auto above =
         std::upper_bound(p.offsets.begin(), p.offsets.end(), residue);
@@ -69,6 +75,11 @@ std::pair<std::int64_t, std::int64_t> QuietCells::Cell(std::int64_t x) const {
     hi = std::min(hi, x - residue + *above - 1);
   }
   return {lo, hi};
+}
+
+std::pair<std::int64_t, std::int64_t> QuietCells::Cell(QuietCount count,
+                                                       std::int64_t x) const {
+  return CellIn(periods_[static_cast<std::size_t>(count)], x);
 }
 
 py::tuple QuietRecord::AsTuple() const {
@@ -104,22 +115,21 @@ QuietRecord QuietCells::Record(std::int64_t epoch, std::int64_t total_computed,
                                std::int64_t lookahead,
                                std::optional<std::int64_t> commit) const {
   const std::int64_t main = total_computed + num_new_tokens;
-  const auto cell = Cell(main);
+  const auto cell = Cell(QuietCount::kMain, main);
   auto [main_lo, main_hi] = cell;
-  // Cells partition the token counts: a count in the main count's cell has
+  // Cells partition the counts: a slot count in the main count's cell has
   // that cell (a decode step's mostly do).
-  const auto cell_of = [this, &cell](std::int64_t x) {
-    return cell.first <= x && x <= cell.second ? cell : Cell(x);
-  };
   const std::int64_t slots = std::min(main + lookahead, max_model_len_);
-  const auto [slots_lo, slots_hi] = cell_of(slots);
+  const auto [slots_lo, slots_hi] = cell.first <= slots && slots <= cell.second
+                                        ? cell
+                                        : Cell(QuietCount::kMain, slots);
   main_lo = std::max(main_lo, slots_lo - lookahead);
   if (slots_hi < max_model_len_) {  // else every main from slots_lo caps
     main_hi = std::min(main_hi, slots_hi - lookahead);
   }
-  const auto computed = cell_of(total_computed);
-  const auto committed =
-      commit ? cell_of(*commit) : std::pair{kFarBelow, kFarAbove};
+  const auto computed = Cell(QuietCount::kComputed, total_computed);
+  const auto committed = commit ? Cell(QuietCount::kCached, *commit)
+                                : std::pair{kFarBelow, kFarAbove};
   return {.epoch = epoch,
           .lookahead = lookahead,
           .no_commit = !commit.has_value(),
@@ -132,15 +142,22 @@ QuietRecord QuietCells::Record(std::int64_t epoch, std::int64_t total_computed,
 }
 
 void BindQuietCells(py::module_& m) {
+  py::enum_<QuietCount>(m, "QuietCount",
+                        "The token counts an allocation of a running "
+                        "request reads.")
+      .value("COMPUTED", QuietCount::kComputed)
+      .value("MAIN", QuietCount::kMain)
+      .value("CACHED", QuietCount::kCached);
   py::class_<QuietCells>(m, "QuietCells",
                          "hkv.vllm's decode fast path: the token counts "
                          "across which an allocation changes nothing.")
       .def(py::init<const std::vector<GroupSpec>&,
                     const std::vector<std::int64_t>&, std::int64_t>(),
            py::arg("groups"), py::arg("block_sizes"), py::arg("max_model_len"))
-      .def("cell", &QuietCells::Cell, py::arg("x"),
-           "(lo, hi): the token counts around x that no group tells apart "
-           "from it.")
+      .def("cell", &QuietCells::Cell, py::arg("count"), py::arg("x"),
+           "(lo, hi): the counts of kind count (QuietCount) around x that "
+           "no group tells apart from it; a side no boundary binds is "
+           "+-2**62.")
       .def(
           "record",
           [](const QuietCells& cells, std::int64_t epoch,

@@ -6,6 +6,7 @@
 // boundary, and the record's Python cost was a fifth of such a call.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -37,24 +38,37 @@ struct QuietRecord {
   static QuietRecord FromTuple(py::handle tuple);
 };
 
+// The token counts an allocation of a running request reads.
+enum class QuietCount {
+  kComputed,  // computed before the call: what groups release
+  kMain,      // computed plus new (and, past it, the slots): what they place
+  kCached,    // what the commit caches up to
+};
+
 class QuietCells {
  public:
   // `block_sizes`: each group's tokens per block, as the manager counts
   // them. A group's allocations, releases and caching change only where a
-  // token count crosses an offset plus a multiple of a period: its blocks
-  // and their ceilings (offsets 0 and 1); where a window's start passes a
-  // block (the engine skips computed - window + 1 tokens: offset window -
-  // 1); a chunk's start (the engine skips the chunks computed in whole:
-  // offset 0 of each chunk); a recurrent state's release, one token past a
-  // block once the speculative blocks' count is taken off the computed
-  // tokens (the engine's MambaManager.remove_skipped_blocks: offset s + 1).
+  // token count crosses an offset plus a multiple of a period. The main
+  // count (and the slot count): where its blocks' ceiling moves (offset 1),
+  // in every group. The cached count: where a block fills (offset 0), in
+  // every group. The computed count, in the groups that release blocks
+  // behind it: where a window's start passes a block (the engine skips
+  // computed - window + 1 tokens: offset window - 1); a chunk's start (the
+  // engine skips the chunks computed in whole: offset 0 of each chunk); a
+  // recurrent state's release, one token past a block once the speculative
+  // blocks' count is taken off the computed tokens (the engine's
+  // MambaManager.remove_skipped_blocks: offset s + 1). Full attention
+  // releases nothing: its computed count binds nothing.
   // UsageError for sizes that do not match the groups or a period below 1.
   QuietCells(const std::vector<GroupSpec>& groups,
              const std::vector<std::int64_t>& block_sizes,
              std::int64_t max_model_len);
 
-  // The token counts around `x` that no group tells apart from it.
-  std::pair<std::int64_t, std::int64_t> Cell(std::int64_t x) const;
+  // The counts of kind `count` around `x` that no group tells apart from
+  // it; a side no boundary binds is +-2^62.
+  std::pair<std::int64_t, std::int64_t> Cell(QuietCount count,
+                                             std::int64_t x) const;
 
   // The record an allocation leaves. A later allocation changes nothing
   // while its computed, main, slot and cached token counts stay in the
@@ -73,8 +87,12 @@ class QuietCells {
     // boundaries are at offsets[i - 1] (at or under) and offsets[i] (over).
     std::vector<std::int64_t> offsets;
   };
+  using Periods = std::vector<Period>;
+  static std::pair<std::int64_t, std::int64_t> CellIn(const Periods& periods,
+                                                      std::int64_t x);
+
   std::int64_t max_model_len_;
-  std::vector<Period> periods_;
+  std::array<Periods, 3> periods_;  // by QuietCount
 };
 
 }  // namespace hkv::python

@@ -20,48 +20,73 @@ def group(kind, block_size=16, **fields):
     return spec
 
 
+Q = _hkv.QuietCount
+
+
 def boundaries(groups):
-    """(period, offset) pairs where some group's allocation can change:
-    blocks and their ceilings, a window's start, a chunk's, a state
+    """By count, (period, offset) pairs where some group's allocation can
+    change: the main count's block ceilings, the cached count's full
+    blocks, and on the computed count a window's start, a chunk's, a state
     released behind speculative blocks."""
-    found = set()
+    found = {Q.COMPUTED: set(), Q.MAIN: set(), Q.CACHED: set()}
     for g in groups:
         b = g.block_size
-        found |= {(b, 0), (b, 1)}
+        found[Q.MAIN].add((b, 1 % b))
+        found[Q.CACHED].add((b, 0))
         if g.kind == K.SLIDING_WINDOW:
-            found.add((b, (g.sliding_window - 1) % b))
+            found[Q.COMPUTED].add((b, (g.sliding_window - 1) % b))
         elif g.kind == K.CHUNKED_LOCAL:
-            found.add((g.chunk_size, 0))
+            found[Q.COMPUTED].add((g.chunk_size, 0))
         elif g.kind == K.RECURRENT:
-            found.add((b, (g.speculative_blocks + 1) % b))
+            found[Q.COMPUTED].add((b, (g.speculative_blocks + 1) % b))
     return found
 
 
-def brute_cell(found, x):
+def brute_cell(found, x, far=1000):
     """The counts around x crossing no boundary: from the last boundary at
-    or under x to the first over it, less one."""
+    or under x to the first over it, less one (+-FAR past ``far`` counts)."""
     def is_boundary(t):
         return any(t % p == o for p, o in found)
     lo = x
     while not is_boundary(lo):
         lo -= 1
+        if lo < x - far:
+            lo = -FAR
+            break
     hi = x + 1
     while not is_boundary(hi):
         hi += 1
+        if hi > x + far:
+            hi = FAR + 1
+            break
     return lo, hi - 1
 
 
 def test_a_hybrid_models_cells():
     # Full attention, a window of 4096 and Mamba (no speculative blocks) at
-    # block 16: boundaries at offsets 0, 1 and 15 of each block.
+    # block 16: the window's start passes a block at offset 15 and a state
+    # is released at offset 1 of the computed count; blocks are placed at
+    # offset 1 of the main count and fill at offset 0 of the cached count.
     groups = [group(K.FULL_ATTENTION), group(K.SLIDING_WINDOW,
                                              sliding_window=4096),
               group(K.RECURRENT)]
     cells = _hkv.QuietCells(groups, [16, 16, 16], 1 << 20)
-    assert cells.cell(20) == (17, 30)
-    assert cells.cell(31) == (31, 31)
-    assert cells.cell(32) == (32, 32)
-    assert cells.cell(34) == (33, 46)
+    assert cells.cell(Q.COMPUTED, 20) == (17, 30)
+    assert cells.cell(Q.COMPUTED, 31) == (31, 32)
+    assert cells.cell(Q.COMPUTED, 32) == (31, 32)
+    assert cells.cell(Q.MAIN, 31) == cells.cell(Q.MAIN, 32) == (17, 32)
+    assert cells.cell(Q.CACHED, 31) == (16, 31)
+    assert cells.cell(Q.CACHED, 32) == (32, 47)
+
+
+def test_full_attention_releases_nothing():
+    # Its computed count binds nothing: a decode step crossing a block
+    # changes only where the main count places a block and where the
+    # cached count fills one.
+    cells = _hkv.QuietCells([group(K.FULL_ATTENTION)], [16], 1 << 20)
+    assert cells.cell(Q.COMPUTED, 40) == (-FAR, FAR)
+    assert cells.cell(Q.MAIN, 40) == (33, 48)
+    assert cells.cell(Q.CACHED, 40) == (32, 47)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -82,26 +107,27 @@ def test_cells_match_a_brute_force(seed):
         groups.append(group(kind, b, **fields))
         sizes.append(b)
     cells = _hkv.QuietCells(groups, sizes, 1 << 20)
-    found = boundaries(groups)
-    for x in range(0, 400):
-        assert cells.cell(x) == brute_cell(found, x), x
+    for count, found in boundaries(groups).items():
+        for x in range(0, 400):
+            assert cells.cell(count, x) == brute_cell(found, x), (count, x)
 
 
 def test_the_record_an_allocation_leaves():
     cells = _hkv.QuietCells([group(K.FULL_ATTENTION)], [16], 100)
-    # 40 computed, 1 new: every count in [33, 47] is one cell.
-    assert cells.record(7, 40, 1, 0, 41) == (7, 0, False, 33, 47, 33, 47,
-                                             33, 47)
+    # 40 computed, 1 new: blocks are placed past main 48 and the next fills
+    # at cached 48; full attention's computed count binds nothing.
+    assert cells.record(7, 40, 1, 0, 41) == (7, 0, False, -FAR, FAR, 33, 48,
+                                             32, 47)
     # No commit: its range binds nothing.
-    assert cells.record(7, 40, 1, 0, None)[2:] == (True, 33, 47, 33, 47,
+    assert cells.record(7, 40, 1, 0, None)[2:] == (True, -FAR, FAR, 33, 48,
                                                    -FAR, FAR)
     # A lookahead of 3 folds the slot count's cell into the main count's:
-    # main 44 + 3 reaches 47, the cell's end.
-    assert cells.record(0, 40, 4, 3, 44)[5:7] == (33, 44)
-    # Main 95, slots 105 capped at 100 (cell [97, 111]): a main from 87 on
+    # main 45 + 3 reaches 48, the cell's end.
+    assert cells.record(0, 40, 4, 3, 44)[5:7] == (33, 45)
+    # Main 95, slots 105 capped at 100 (cell [97, 112]): a main from 87 on
     # keeps its slots in that cell (or capped), and nothing past the cap
     # binds the main count from above.
-    assert cells.record(0, 90, 5, 10, 95)[5:7] == (87, 95)
+    assert cells.record(0, 90, 5, 10, 95)[5:7] == (87, 96)
 
 
 def test_sizes_that_do_not_fit_are_refused():
