@@ -61,10 +61,14 @@ bool SameIds(std::span<const BlockId> placed, std::span<const BlockId> slots) {
 }
 
 // The items of `ids` (a list made by IdList from `slots`) whose id is not
-// the null block, the same objects.
-py::list NonNullItems(const py::handle& ids, std::span<const BlockId> slots) {
-  py::list out(std::count_if(slots.begin(), slots.end(),
-                             [](BlockId id) { return id != kNullBlock; }));
+// the null block, the same objects: `ids` itself when none is null.
+py::object NonNullItems(const py::handle& ids, std::span<const BlockId> slots) {
+  const auto num_ids = std::count_if(
+      slots.begin(), slots.end(), [](BlockId id) { return id != kNullBlock; });
+  if (static_cast<std::size_t>(num_ids) == slots.size()) {
+    return py::reinterpret_borrow<py::object>(ids);
+  }
+  py::list out(num_ids);
   Py_ssize_t at = 0;
   for (std::size_t j = 0; j < slots.size(); ++j) {
     if (slots[j] == kNullBlock) continue;
@@ -88,7 +92,7 @@ void AppendZeroed(const std::vector<std::vector<BlockId>>& blocks,
       continue;
     }
     const bool shared = g < tables.size() && SameIds(blocks[g], slots[g]);
-    const py::list zeroed_ids =
+    const py::object zeroed_ids =
         shared ? NonNullItems(
                      PyTuple_GET_ITEM(tables.ptr(), static_cast<Py_ssize_t>(g)),
                      slots[g])
