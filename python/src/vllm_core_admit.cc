@@ -2,9 +2,10 @@
 // (vllm_core_allocate.h), its admission, without the manager's Python: its
 // tracked entry made (or the one its lookup made taken), its mirror built
 // from the engine's block hashes (the prompt's keys; its outputs' come in
-// as the allocation's sync), the lookup's hit adopted whole, then the
-// allocation and the commit as a running request's. What _track, _hit and
-// _allocate_slots do, for the calls the engine's scheduler makes.
+// as the allocation's sync) unless an earlier admission refused for free
+// blocks built it, the lookup's hit adopted whole, then the allocation and
+// the commit as a running request's. What _track, _hit and _allocate_slots
+// do, for the calls the engine's scheduler makes.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -154,8 +155,9 @@ std::optional<py::object> Admit(Core& core, const AllocateArgs& args) {
   }
   py::object holder = py::reinterpret_borrow<py::object>(entry);
   Tracked* t = AsTracked(entry);
-  if (entry != nullptr && (t == nullptr || t->request != request ||
-                           !IsNone(t->mirror) || t->holds)) {
+  if (entry != nullptr &&
+      (t == nullptr || t->request != request || t->holds ||
+       (!IsNone(t->mirror) && t->mirror_request == nullptr))) {
     return std::nullopt;
   }
   const std::optional<const CacheHit*> hit =
@@ -163,6 +165,13 @@ std::optional<py::object> Admit(Core& core, const AllocateArgs& args) {
   if (!hit) return std::nullopt;
   const py::object hit_ref =
       py::reinterpret_borrow<py::object>(t == nullptr ? Py_None : t->hit);
+  call->hit = *hit;
+  if (t != nullptr && !IsNone(t->mirror)) {  // a retry after a refusal
+    call->tracked = t;
+    return Allocate(
+        core, *call,
+        {.computed = fields->computed, .num_tokens = fields->num_tokens});
+  }
   const std::optional<py::object> mirror =
       BuildMirror(core, *fields, t == nullptr ? core.next_id : t->id);
   if (!mirror) return std::nullopt;
@@ -174,7 +183,6 @@ std::optional<py::object> Admit(Core& core, const AllocateArgs& args) {
   tracked.num_tokens = fields->num_prompt_tokens;
   tracked.num_keys = fields->num_prompt_tokens / core.hash_block_size;
   call->tracked = &tracked;
-  call->hit = *hit;
   return Allocate(
       core, *call,
       {.computed = fields->computed, .num_tokens = fields->num_tokens});

@@ -1,12 +1,15 @@
 // get_computed_blocks of hkv.vllm's manager core (vllm_core.h): a request's
 // lookup before it is first allocated, keyed from the engine's block hashes
-// as the lookup probes them, its hit kept as a VllmHit (the lazy ids of the
-// KVCacheBlocks returned). A request looked up again after a preemption
-// (its mirror built), caching off, a request that skips the cache, and
-// anything to raise about go to the manager's Python.
+// as the lookup probes them, or, once its mirror is built (a first
+// allocation refused), through the mirror synced to its tokens; its hit kept
+// as a VllmHit (the lazy ids of the KVCacheBlocks returned). With caching
+// off or for a request that skips reading the cache it is the empty blocks
+// and no hit, as the manager's Python answers. Anything to raise about goes
+// to the manager's Python.
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "bindings.h"
 #include "fast_call.h"
@@ -28,6 +31,17 @@ struct Lookup {
   long long num_keys = 0;
   py::object keys;  // request.block_hashes
 };
+
+// Whether the lookup reads nothing: caching off, or a request that skips
+// reading the cache (prompt logprobs). Then it is the empty blocks and no
+// hit, and no entry is made.
+bool ReadsNothing(const Core& core, PyObject* request) {
+  if (!core.enable_caching) return core.empty_blocks != nullptr;
+  PyObject* skip = PyObject_GetAttr(request, Names().skip_reading_prefix_cache);
+  if (skip == nullptr) PyErr_Clear();
+  Py_XDECREF(skip);
+  return skip == Py_True && core.empty_blocks != nullptr;
+}
 
 // Reads the request's attributes first (an engine property runs Python),
 // its tracked entry last, taking a reference at once.
@@ -69,7 +83,12 @@ std::optional<Lookup> TakeLookup(Core& core, PyObject* request) {
   }
   call.tracked = py::reinterpret_borrow<py::object>(entry);
   const Tracked* t = AsTracked(entry);
-  if (t == nullptr || t->request != request || !IsNone(t->mirror) || t->holds) {
+  if (t == nullptr || t->request != request || t->holds) return std::nullopt;
+  // A mirror built already (its first allocation was refused): tokens and
+  // keys only grow.
+  if (!IsNone(t->mirror) &&
+      (t->mirror_request == nullptr || t->num_tokens > call.num_tokens ||
+       t->num_keys > call.num_keys)) {
     return std::nullopt;
   }
   return call;
@@ -81,15 +100,45 @@ Tracked& Entry(Core& core, Lookup& call) {
   return NewTracked(core, call.request, call.id.ptr(), call.tracked);
 }
 
-// (KVCacheBlocks, num_tokens) of the lookup.
+// The lookup of a request whose mirror is built, its new tokens synced
+// first; nothing when their keys do not convert (nothing changed then: the
+// manager's Python raises).
+std::optional<CacheHit> MirrorLookup(const CacheManager& cache, Tracked& t,
+                                     const Lookup& call) {
+  const auto mirror_ref = py::reinterpret_borrow<py::object>(t.mirror);
+  Request& mirror = *t.mirror_request;
+  if (call.num_tokens > t.num_tokens) {
+    try {
+      mirror.AppendKeyedTokens(
+          static_cast<std::uint32_t>(call.num_tokens - t.num_tokens),
+          CallerKeys(call.keys, static_cast<std::size_t>(t.num_keys),
+                     "block_hashes"));
+    } catch (const UsageError&) {
+      return std::nullopt;
+    }
+    t.num_tokens = call.num_tokens;
+    t.num_keys = call.num_keys;
+  }
+  return cache.Lookup(mirror);
+}
+
+// (KVCacheBlocks, num_tokens) of the lookup, or a null object when the
+// manager's Python makes it.
 py::object Run(Core& core, PyObject* self, Lookup& call) {
   const auto cache_ref = py::reinterpret_borrow<py::object>(core.cache_object);
   const CacheManager& cache = *core.cache;
   Tracked& t = Entry(core, call);  // a dict insert may run Python
-  py::object hit = NewVllmHit(
-      LookupEngineKeys(cache, RequestId{static_cast<std::uint64_t>(t.id)},
-                       static_cast<std::uint32_t>(call.num_tokens), call.keys,
-                       static_cast<std::size_t>(call.num_keys)));
+  std::optional<CacheHit> found;
+  if (IsNone(t.mirror)) {
+    found =
+        LookupEngineKeys(cache, RequestId{static_cast<std::uint64_t>(t.id)},
+                         static_cast<std::uint32_t>(call.num_tokens), call.keys,
+                         static_cast<std::size_t>(call.num_keys));
+  } else {
+    found = MirrorLookup(cache, t, call);
+    if (!found) return {};
+  }
+  py::object hit = NewVllmHit(std::move(*found));
   const std::uint32_t num_hits = VllmHitOf(hit.ptr())->num_tokens;
   SetField(t.hit, hit.ptr());
   py::object num_hits_object = py::int_(num_hits);
@@ -113,9 +162,13 @@ py::object Run(Core& core, PyObject* self, Lookup& call) {
 PyObject* GetComputedBlocksMethod(PyObject* self, PyObject* const* args,
                                   Py_ssize_t nargs, PyObject* kwnames) {
   Core& core = *reinterpret_cast<Core*>(self);
-  PyObject* done = Guarded([&] {
-    std::optional<Lookup> call;
-    if (nargs == 1 && kwnames == nullptr) call = TakeLookup(core, args[0]);
+  PyObject* done = Guarded([&]() -> py::object {
+    if (nargs != 1 || kwnames != nullptr) return {};
+    if (ReadsNothing(core, args[0])) {
+      return py::make_tuple(
+          py::reinterpret_borrow<py::object>(core.empty_blocks), 0);
+    }
+    std::optional<Lookup> call = TakeLookup(core, args[0]);
     return call ? Run(core, self, *call) : py::object();
   });
   if (done != nullptr || PyErr_Occurred()) return done;
