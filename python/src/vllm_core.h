@@ -3,18 +3,17 @@
 // scheduler makes per request are C methods. allocate_slots
 // (vllm_core_allocate.cc): a quiet decode call returns without running
 // Python, and a running request's allocation without a hit runs its
-// mirror's sync, the allocation and the commit here; a request's first
-// (vllm_core_admit.cc) builds its mirror here and adopts its lookup's hit.
-// get_computed_blocks (vllm_core_lookup.cc): a request's first lookup,
-// keyed from the engine's block hashes. get_num_common_prefix_blocks
-// (vllm_core_common_prefix.cc): every group's count in one call. Every call
-// these paths do not take as it is (a hit cut short, a retry after a refusal,
-// connector tokens, events on, caching off, arguments that are not plain ints
-// and bools, anything to raise about) goes to the manager's Python
-// (`_allocate_slots`,
-// `_get_computed_blocks`, `_get_num_common_prefix_blocks`) with the
-// arguments as given. The type itself is
-// in vllm_manager.cc.
+// mirror's sync, the allocation and the commit here; a request's first, or
+// its retry after a refusal (vllm_core_admit.cc), builds its mirror here
+// and adopts its lookup's hit. get_computed_blocks (vllm_core_lookup.cc):
+// a request's lookup before it holds blocks, keyed from the engine's block
+// hashes. get_num_common_prefix_blocks (vllm_core_common_prefix.cc): every
+// group's count in one call. Every call these paths do not take as it is (a
+// hit cut short, connector tokens, events on, caching off, arguments that
+// are not plain ints and bools, anything to raise about) goes to the
+// manager's Python (`_allocate_slots`, `_get_computed_blocks`,
+// `_get_num_common_prefix_blocks`) with the arguments as given. The type
+// itself is in vllm_manager.cc.
 #pragma once
 
 #include <Python.h>
