@@ -20,6 +20,11 @@ median of each side and the ratio reference / hkv. Rows:
 - decode: ``allocate_slots`` of one token for each of 256 running requests
   (2,048-token prompts sharing 1,024) over 200 steps; full and hybrid at
   block 16; the request's token and its keys are appended untimed;
+- admission: ``get_computed_blocks`` and the first ``allocate_slots`` of
+  each of 300 new 2,048-token requests sharing their first 1,024 tokens
+  (the whole sequence to fit, as the engine's scheduler asks), full and
+  hybrid at block 16; and the same two calls for a request the full pool
+  refuses, retried as the scheduler retries its waiting queue's head;
 - free: ``free`` of a cached 131,072-token request at block 16 (it is
   looked up and re-admitted, untimed, between frees);
 - keying: a 131,072-token prompt's block hashes at unit 16, the engine's
@@ -232,6 +237,60 @@ def decode(kinds, steps):
     return out
 
 
+def admission(kinds, count=300):
+    """A new request's lookup and first allocate_slots, as the engine's
+    scheduler makes them (its lookup's blocks passed back, the whole
+    sequence to fit): 2,048-token prompts sharing their first 1,024, each
+    admitted after the one before (the shared blocks its hit)."""
+    rng = random.Random(6)
+    shared = tokens(rng, 1024)
+    prompts = [shared + tokens(rng, 1024) for _ in range(count)]
+    out = {}
+    for label, m in managers(kinds, 16, len(kinds) * count * 2048 // 16):
+        requests = [request(f"a{i}", p, 16) for i, p in enumerate(prompts)]
+        samples = []
+        for i, r in enumerate(requests):
+            def admit():
+                blocks, hit = m.get_computed_blocks(r)
+                return m.allocate_slots(r, r.num_tokens - hit, hit, blocks,
+                                        full_sequence_must_fit=True)
+            t, placed = timed(admit)
+            assert placed is not None
+            if i >= 8:
+                samples.append(t)
+            m.take_new_block_ids()
+        out[label] = median_us(samples)
+    return out
+
+
+def refused_retry(kinds, runs):
+    """The waiting queue's head retried while the pool is full, as the
+    scheduler does each step under memory pressure: a 2,048-token
+    request's lookup and allocate_slots (whole sequence), refused."""
+    rng = random.Random(7)
+    out = {}
+    for label, m in managers(kinds, 16, len(kinds) * 300):
+        rng.seed(7)
+        i = 0
+        while m.allocate_slots(request(f"held{i}", tokens(rng, 1024), 16),
+                               1024) is not None:
+            i += 1
+        waiting = request("waiting", tokens(rng, 2048), 16)
+        samples = []
+        for i in range(runs + 10):
+            def retry():
+                blocks, hit = m.get_computed_blocks(waiting)
+                return m.allocate_slots(waiting, waiting.num_tokens - hit,
+                                        hit, blocks,
+                                        full_sequence_must_fit=True)
+            t, placed = timed(retry)
+            assert placed is None
+            if i >= 10:
+                samples.append(t)
+        out[label] = median_us(samples)
+    return out
+
+
 def free_128k(runs):
     rng = random.Random(4)
     prompt = tokens(rng, 131072)
@@ -326,6 +385,13 @@ def one_round(args):
         log(f"decode {label}")
         add(f"decode allocate + commit, {label}, one request",
             decode(kinds, 200), "ns")
+    for kinds, label in ((["full"], "full"),
+                         (["full", "mamba_align", "swa"], "hybrid")):
+        log(f"admission {label}")
+        add(f"admission: lookup + first allocate_slots, 2,048 tokens "
+            f"sharing 1,024, {label}", admission(kinds), "µs")
+        add(f"refused retry of the waiting head (lookup + allocate_slots), "
+            f"{label}", refused_retry(kinds, args.runs), "µs")
     log("free")
     add("free of a 128k request (8,192 cached blocks)",
         free_128k(args.runs // 5), "µs")
