@@ -90,12 +90,17 @@ std::optional<const CacheHit*> TakeHit(const Core& core, const Tracked* t,
 }
 
 // The mirror of the request `id` keyed by the engine's prompt keys, or
-// nothing when they do not convert (the manager's Python raises then).
+// nothing when they do not convert or are short (Python run since they were
+// read may have changed the list; the manager's Python raises then).
 std::optional<py::object> BuildMirror(const Core& core, const Fields& fields,
                                       long long id) {
   const auto unit = static_cast<std::size_t>(core.hash_block_size);
   std::vector<BlockHash> keys(
       static_cast<std::size_t>(fields.num_prompt_tokens) / unit);
+  if (static_cast<std::size_t>(PyList_GET_SIZE(fields.keys.ptr())) <
+      keys.size()) {
+    return std::nullopt;
+  }
   try {
     ConvertKeys(PySequence_Fast_ITEMS(fields.keys.ptr()), 0, keys,
                 "block_hashes");

@@ -381,6 +381,33 @@ class Sneaky(v.Request):
         return super().num_tokens
 
 
+class Shrinking(v.Request):
+    """A request whose id, read a second time, drops its block hashes (as
+    an admission reads it after the hashes)."""
+    reads = 0
+
+    @property
+    def request_id(self):
+        self.reads += 1
+        if self.reads == 2:
+            del self.block_hashes[1:]
+        return self._id
+
+    @request_id.setter
+    def request_id(self, value):
+        self._id = value
+
+
+def test_an_admission_whose_keys_shrink_mid_call_reads_none_past_them():
+    kv = v.KVCacheManager(config(*SPECS), max_model_len=4096,
+                          hash_block_size=16)
+    admit(kv, v.Request("a", range(40)))  # the digest size learnt
+    b = Shrinking("b", range(200))
+    with pytest.raises(hkv.UsageError, match="has 1 block hashes"):
+        kv.allocate_slots(b, 200)
+    assert kv.get_block_ids("b") == ([], [], [])
+
+
 def test_a_property_that_changes_the_manager_mid_call_breaks_nothing():
     kv = v.KVCacheManager(config(*SPECS), max_model_len=4096,
                           hash_block_size=16)
