@@ -29,6 +29,20 @@ inline std::vector<TokenId> RandomTokens(std::size_t n, std::uint32_t seed) {
   return tokens;
 }
 
+// The hybrid that python/bench gives the engine's manager and hkv.vllm:
+// full attention, a 4096-token window and a recurrent state (align mode),
+// all at block and hash unit `block`, under the engine's behaviour.
+inline CacheConfig EngineHybrid(std::uint32_t block, std::uint32_t num_blocks) {
+  return {.groups = {{.block_size = block},
+                     {.kind = GroupKind::kSlidingWindow,
+                      .block_size = block,
+                      .sliding_window = 4096},
+                     {.kind = GroupKind::kRecurrent, .block_size = block}},
+          .num_blocks = num_blocks,
+          .keys = {.hash_unit = block},
+          .behaviour = Behaviour::kEngine};
+}
+
 // Runs `tokens` as one request to completion (allocate, commit, free) so its
 // blocks stay cached and free, as a finished request leaves them. Returns
 // false when the pool is too small.

@@ -137,8 +137,16 @@ class DecodeBatch {
   std::uint64_t next_id_ = 1;
 };
 
+// Full attention at block state.range(0), or with kHybrid the engine's
+// hybrid (bench::EngineHybrid): its window holds up to 4096 tokens a request
+// and its recurrent state a few blocks, so three times the blocks.
+template <bool kHybrid>
 Result<CacheManager> MakeDecodeCache(const benchmark::State& state) {
   const auto block = static_cast<std::uint32_t>(state.range(0));
+  if constexpr (kHybrid) {
+    return CacheManager::Create(
+        bench::EngineHybrid(block, 3 * DecodeBatch::PoolBlocks(block)));
+  }
   return CacheManager::Create({.groups = {{.block_size = block}},
                                .num_blocks = DecodeBatch::PoolBlocks(block),
                                .keys = {}});
@@ -153,10 +161,10 @@ void ReportPerRequest(benchmark::State& state) {
 }
 
 // One iteration is one step of the whole batch. Only Allocate (and Commit
-// when kTimeCommit) is timed; restarts are never timed.
-template <bool kTimeCommit>
+// when kTimeCommit) is timed; restarts and the step's end are never timed.
+template <bool kTimeCommit, bool kHybrid = false>
 void RunDecodeSteps(benchmark::State& state) {
-  Result<CacheManager> cache = MakeDecodeCache(state);
+  Result<CacheManager> cache = MakeDecodeCache<kHybrid>(state);
   if (!cache) {
     state.SkipWithError(cache.error().message.c_str());
     return;
@@ -173,6 +181,7 @@ void RunDecodeSteps(benchmark::State& state) {
       if constexpr (kTimeCommit) batch.Commit();
     });
     if constexpr (!kTimeCommit) batch.Commit();
+    cache->FinishStep();  // as the scheduler's next step starts
     if (!allocated || !batch.RestartFinished()) {
       state.SkipWithError("an allocation failed");
       break;
@@ -199,6 +208,19 @@ BENCHMARK(BM_CacheManager_DecodeStep)
     ->ArgName("block")
     ->Arg(16)
     ->Arg(256)
+    ->UseManualTime();
+
+// The whole step per request on the engine's hybrid (full attention, a
+// 4096-token window, a recurrent state in align mode; block 16, the engine's
+// behaviour): what hkv.vllm's allocate_slots runs in C++ for the decode
+// workload of bench_scheduler_step.py. A step crosses a boundary of some
+// group for about 3 requests in 16.
+void BM_CacheManager_DecodeStep_Hybrid(benchmark::State& state) {
+  RunDecodeSteps<true, true>(state);
+}
+BENCHMARK(BM_CacheManager_DecodeStep_Hybrid)
+    ->ArgName("block")
+    ->Arg(16)
     ->UseManualTime();
 
 }  // namespace

@@ -103,27 +103,14 @@ BENCHMARK(BM_Lookup_HybridWarmHit)
     ->Args({1, 2})
     ->Unit(benchmark::kMicrosecond);
 
-// The hybrid that python/bench gives the engine's manager and hkv.vllm:
-// full attention, a 4096-token window and a recurrent state (align mode),
-// all at block and hash unit `block`, under the engine's behaviour.
-CacheConfig EngineHybrid(std::uint32_t block, std::uint32_t num_blocks) {
-  return {.groups = {{.block_size = block},
-                     {.kind = GroupKind::kSlidingWindow,
-                      .block_size = block,
-                      .sliding_window = 4096},
-                     {.kind = GroupKind::kRecurrent, .block_size = block}},
-          .num_blocks = num_blocks,
-          .keys = {.hash_unit = block},
-          .behaviour = Behaviour::kEngine};
-}
-
 // The shape of bench_vs_reference.py's hybrid lookup row (the engine's
 // manager beside hkv.vllm's): full attention, a 4096-token window and a
 // recurrent state, all at block 256 and hash unit 256, the engine's
 // behaviour; a 128k-token prompt cached in one allocation, then a prompt one
 // block longer looked up (hit 131,072 tokens, 512 blocks a group).
 void BM_Lookup_HybridBlock256(benchmark::State& state) {
-  Result<CacheManager> cache = CacheManager::Create(EngineHybrid(256, 1600));
+  Result<CacheManager> cache =
+      CacheManager::Create(bench::EngineHybrid(256, 1600));
   if (!cache) {
     state.SkipWithError(cache.error().message.c_str());
     return;
@@ -149,7 +136,8 @@ BENCHMARK(BM_Lookup_HybridBlock256)->Unit(benchmark::kMicrosecond);
 // prompt is new: once the pool is full, every chunk evicts. Keying is not
 // timed (manual time: only the two calls count).
 void BM_PrefillChunk_HybridBlock16(benchmark::State& state) {
-  Result<CacheManager> cache = CacheManager::Create(EngineHybrid(16, 40000));
+  Result<CacheManager> cache =
+      CacheManager::Create(bench::EngineHybrid(16, 40000));
   if (!cache) {
     state.SkipWithError(cache.error().message.c_str());
     return;
