@@ -138,14 +138,17 @@ class DecodeBatch {
 };
 
 // Full attention at block state.range(0), or with kHybrid the engine's
-// hybrid (bench::EngineHybrid): its window holds up to 4096 tokens a request
-// and its recurrent state a few blocks, so three times the blocks.
+// hybrid as hkv.vllm configures it (bench::EngineHybrid, no record of
+// evicted keys): its window holds up to 4096 tokens a request and its
+// recurrent state a few blocks, so three times the blocks.
 template <bool kHybrid>
 Result<CacheManager> MakeDecodeCache(const benchmark::State& state) {
   const auto block = static_cast<std::uint32_t>(state.range(0));
   if constexpr (kHybrid) {
-    return CacheManager::Create(
-        bench::EngineHybrid(block, 3 * DecodeBatch::PoolBlocks(block)));
+    CacheConfig config =
+        bench::EngineHybrid(block, 3 * DecodeBatch::PoolBlocks(block));
+    config.eviction_record = EvictionRecord::kOff;
+    return CacheManager::Create(config);
   }
   return CacheManager::Create({.groups = {{.block_size = block}},
                                .num_blocks = DecodeBatch::PoolBlocks(block),
