@@ -110,10 +110,11 @@ QuietRecord QuietRecord::FromTuple(py::handle tuple) {
           .commit_hi = item(8)};
 }
 
-QuietRecord QuietCells::Record(std::int64_t epoch, std::int64_t total_computed,
-                               std::int64_t num_new_tokens,
-                               std::int64_t lookahead,
-                               std::optional<std::int64_t> commit) const {
+std::optional<QuietRecord> QuietCells::Record(
+    std::int64_t epoch, std::int64_t total_computed,
+    std::int64_t num_new_tokens, std::int64_t lookahead,
+    std::optional<std::int64_t> commit, std::int64_t num_prompt_tokens) const {
+  if (total_computed < num_prompt_tokens) return std::nullopt;
   const std::int64_t main = total_computed + num_new_tokens;
   const auto cell = Cell(QuietCount::kMain, main);
   auto [main_lo, main_hi] = cell;
@@ -130,15 +131,17 @@ QuietRecord QuietCells::Record(std::int64_t epoch, std::int64_t total_computed,
   const auto computed = Cell(QuietCount::kComputed, total_computed);
   const auto committed = commit ? Cell(QuietCount::kCached, *commit)
                                 : std::pair{kFarBelow, kFarAbove};
-  return {.epoch = epoch,
-          .lookahead = lookahead,
-          .no_commit = !commit.has_value(),
-          .computed_lo = computed.first,
-          .computed_hi = computed.second,
-          .main_lo = main_lo,
-          .main_hi = main_hi,
-          .commit_lo = committed.first,
-          .commit_hi = committed.second};
+  return QuietRecord{
+      .epoch = epoch,
+      .lookahead = lookahead,
+      .no_commit = !commit.has_value(),
+      .computed_lo = std::max(computed.first, num_prompt_tokens),
+      .computed_hi = computed.second,
+      .main_lo = std::max(main_lo, num_prompt_tokens),
+      .main_hi = main_hi,
+      .commit_lo = commit ? std::max(committed.first, num_prompt_tokens)
+                          : committed.first,
+      .commit_hi = committed.second};
 }
 
 void BindQuietCells(py::module_& m) {
@@ -162,18 +165,21 @@ void BindQuietCells(py::module_& m) {
           "record",
           [](const QuietCells& cells, std::int64_t epoch,
              std::int64_t total_computed, std::int64_t num_new_tokens,
-             std::int64_t lookahead, std::optional<std::int64_t> commit) {
-            return cells
-                .Record(epoch, total_computed, num_new_tokens, lookahead,
-                        commit)
-                .AsTuple();
+             std::int64_t lookahead, std::optional<std::int64_t> commit,
+             std::int64_t num_prompt_tokens) -> py::object {
+            const std::optional<QuietRecord> record =
+                cells.Record(epoch, total_computed, num_new_tokens, lookahead,
+                             commit, num_prompt_tokens);
+            if (!record) return py::none();
+            return record->AsTuple();
           },
           py::arg("epoch"), py::arg("total_computed"),
           py::arg("num_new_tokens"), py::arg("num_lookahead_tokens"),
-          py::arg("commit"),
+          py::arg("commit"), py::arg("num_prompt_tokens"),
           "(epoch, lookahead, commit is None, computed lo, hi, main lo, hi, "
           "commit lo, hi): the ranges over which the next allocation "
-          "changes nothing.");
+          "changes nothing; None while the computed count is below the "
+          "prompt.");
 }
 
 }  // namespace hkv::python

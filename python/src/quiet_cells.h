@@ -70,14 +70,23 @@ class QuietCells {
   std::pair<std::int64_t, std::int64_t> Cell(QuietCount count,
                                              std::int64_t x) const;
 
-  // The record an allocation leaves. A later allocation changes nothing
-  // while its computed, main, slot and cached token counts stay in the
-  // cells of this one's; the slot count's cell is folded into the main
-  // count's range (with the same lookahead, slots are main plus lookahead
-  // capped at max_model_len).
-  QuietRecord Record(std::int64_t epoch, std::int64_t total_computed,
-                     std::int64_t num_new_tokens, std::int64_t lookahead,
-                     std::optional<std::int64_t> commit) const;
+  // The record an allocation of a request of `num_prompt_tokens` leaves. A
+  // later allocation changes nothing while its computed, main, slot and
+  // cached token counts stay in the cells of this one's; the slot count's
+  // cell is folded into the main count's range (with the same lookahead,
+  // slots are main plus lookahead capped at max_model_len). The cells know
+  // only the groups' periodic boundaries; those particular to a request (a
+  // partial entry at its prompt's last hash unit when the hash unit is
+  // smaller than a block, a recurrent state's prompt checkpoint, the
+  // positions a resend replays) all lie at or below its prompt. So there is
+  // no record while the computed count is below the prompt, and no range
+  // reaches below it (drafts rejected take the computed count back).
+  std::optional<QuietRecord> Record(std::int64_t epoch,
+                                    std::int64_t total_computed,
+                                    std::int64_t num_new_tokens,
+                                    std::int64_t lookahead,
+                                    std::optional<std::int64_t> commit,
+                                    std::int64_t num_prompt_tokens) const;
 
  private:
   struct Period {

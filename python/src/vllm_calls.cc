@@ -131,11 +131,12 @@ std::optional<Placed> AllocateSlots(CacheManager& cache, Request& request,
     if (placed && commit_tokens) cache.Commit(request, *commit_tokens);
   }
   if (!placed) return std::nullopt;
-  const QuietRecord record = quiet.cells.Record(
+  const std::optional<QuietRecord> record = quiet.cells.Record(
       quiet.epoch, quiet.total_computed, args.num_new_tokens,
       args.num_lookahead_tokens,
       commit_tokens ? std::optional<std::int64_t>(*commit_tokens)
-                    : std::nullopt);
+                    : std::nullopt,
+      request.num_prompt_tokens());
   // Each group's ids from where this allocation's slots start.
   std::vector<std::span<const BlockId>> placed_ids(cache.num_groups());
   bool any = false;
@@ -222,7 +223,8 @@ py::object AllocateSlotsCall(const FastArgs& args) {
        .epoch = args.Get<std::int64_t>(15, "epoch"),
        .total_computed = args.Get<std::int64_t>(16, "total_computed")});
   if (!placed) return py::none();
-  return py::make_tuple(placed->tables, placed->quiet.AsTuple());
+  return py::make_tuple(placed->tables, placed->quiet ? placed->quiet->AsTuple()
+                                                      : py::object(py::none()));
 }
 
 constexpr char kLookupKeys[] = "vllm_lookup_keys";

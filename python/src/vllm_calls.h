@@ -48,10 +48,11 @@ CacheHit LookupEngineKeys(const CacheManager& cache, RequestId id,
 
 // What an allocation placed: per group the table from where its slots
 // start (NewBlocks::table_starts), an empty tuple when every group's is
-// empty (most decode steps), and the record QuietCells::Record gives.
+// empty (most decode steps), and the record QuietCells::Record gives (none
+// before the prompt is computed).
 struct Placed {
   py::object tables;
-  QuietRecord quiet;
+  std::optional<QuietRecord> quiet;
 };
 
 // The reference engine's allocate_slots in one call for hkv.vllm: the

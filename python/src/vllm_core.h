@@ -88,9 +88,9 @@ bool DigestKnown(Core& core);
 // them) and the manager's block views. (Made through the class: setting its
 // fields from C without its __init__ was slower.)
 py::object MakeBlocks(const Core& core, PyObject* ids);
-// A new tracked entry for `request` with the next mirror id, registered in
-// core.tracked under `id` (a dict insert may run Python: an id's __hash__);
-// `holder` takes a reference to it.
+// A new tracked entry for `request` with the next mirror id (taken before
+// the insert), registered in core.tracked under `id` (a dict insert may run
+// Python: an id's __hash__); `holder` takes a reference to it.
 Tracked& NewTracked(Core& core, PyObject* request, PyObject* id,
                     py::object& holder);
 // The manager's Python method `name` with the arguments as given.

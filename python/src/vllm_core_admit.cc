@@ -177,9 +177,13 @@ std::optional<py::object> Admit(Core& core, const AllocateArgs& args) {
         core, *call,
         {.computed = fields->computed, .num_tokens = fields->num_tokens});
   }
+  const long long mirror_id = t == nullptr ? core.next_id : t->id;
   const std::optional<py::object> mirror =
-      BuildMirror(core, *fields, t == nullptr ? core.next_id : t->id);
-  if (!mirror) return std::nullopt;
+      BuildMirror(core, *fields, mirror_id);
+  // Making the mirror may have run Python (a collection) that took the id.
+  if (!mirror || (t == nullptr && core.next_id != mirror_id)) {
+    return std::nullopt;
+  }
   // Nothing has changed so far; from here the call is this path's.
   Tracked& tracked =
       t != nullptr ? *t : NewTracked(core, request, id.ptr(), holder);

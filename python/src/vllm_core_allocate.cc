@@ -151,8 +151,8 @@ std::optional<Sync> TakeSync(Core& core, const Call& call, Counts counts) {
 
 // The result of an allocation that placed blocks, the entry updated.
 py::object Result(Core& core, Tracked& t, const Placed& placed) {
-  t.quiet = placed.quiet;
-  t.has_quiet = 1;
+  t.has_quiet = placed.quiet.has_value();
+  if (placed.quiet) t.quiet = *placed.quiet;
   t.holds = 1;
   SetField(t.hit, nullptr);
   SetField(t.hit_blocks, nullptr);

@@ -83,11 +83,10 @@ Tracked& NewTracked(Core& core, PyObject* request, PyObject* id,
   if (!holder) throw py::error_already_set();
   Tracked& t = *AsTracked(holder.ptr());
   SetField(t.request, request);
-  t.id = core.next_id;
+  t.id = core.next_id++;  // before the insert, as the manager's Python does
   if (PyDict_SetItem(core.tracked, id, holder.ptr()) != 0) {
     throw py::error_already_set();
   }
-  ++core.next_id;
   return t;
 }
 

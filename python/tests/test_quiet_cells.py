@@ -114,20 +114,31 @@ def test_cells_match_a_brute_force(seed):
 
 def test_the_record_an_allocation_leaves():
     cells = _hkv.QuietCells([group(K.FULL_ATTENTION)], [16], 100)
-    # 40 computed, 1 new: blocks are placed past main 48 and the next fills
-    # at cached 48; full attention's computed count binds nothing.
-    assert cells.record(7, 40, 1, 0, 41) == (7, 0, False, -FAR, FAR, 33, 48,
-                                             32, 47)
+    # 40 computed, 1 new, a prompt of 20: blocks are placed past main 48 and
+    # the next fills at cached 48; full attention's computed count binds
+    # nothing above the prompt.
+    assert cells.record(7, 40, 1, 0, 41, 20) == (7, 0, False, 20, FAR, 33,
+                                                 48, 32, 47)
     # No commit: its range binds nothing.
-    assert cells.record(7, 40, 1, 0, None)[2:] == (True, -FAR, FAR, 33, 48,
-                                                   -FAR, FAR)
+    assert cells.record(7, 40, 1, 0, None, 20)[2:] == (True, 20, FAR, 33, 48,
+                                                       -FAR, FAR)
     # A lookahead of 3 folds the slot count's cell into the main count's:
     # main 45 + 3 reaches 48, the cell's end.
-    assert cells.record(0, 40, 4, 3, 44)[5:7] == (33, 45)
+    assert cells.record(0, 40, 4, 3, 44, 20)[5:7] == (33, 45)
     # Main 95, slots 105 capped at 100 (cell [97, 112]): a main from 87 on
     # keeps its slots in that cell (or capped), and nothing past the cap
     # binds the main count from above.
-    assert cells.record(0, 90, 5, 10, 95)[5:7] == (87, 96)
+    assert cells.record(0, 90, 5, 10, 95, 20)[5:7] == (87, 96)
+
+
+def test_no_record_reaches_below_the_prompt():
+    # A request's own boundaries (a partial entry at its prompt's last hash
+    # unit, a recurrent checkpoint) lie at or below its prompt: no record
+    # while the computed count is below it, and none reaching under it.
+    cells = _hkv.QuietCells([group(K.FULL_ATTENTION)], [32], 4096)
+    assert cells.record(0, 40, 10, 0, 50, 50) is None
+    assert cells.record(0, 0, 40, 0, 40, 50) is None
+    assert cells.record(0, 50, 1, 0, 51, 50)[3:] == (50, FAR, 50, 64, 50, 63)
 
 
 def test_sizes_that_do_not_fit_are_refused():

@@ -267,6 +267,42 @@ def test_the_common_prefix_is_counted_in_one_call_as_in_python():
     assert off.get_num_common_prefix_blocks("a") == [0, 0, 0]
 
 
+@pytest.mark.parametrize("spec", [
+    v.FullAttentionSpec(block_size=32),  # a partial entry at the prompt's
+    v.MambaSpec(block_size=32, mamba_cache_mode="align"),  # checkpoint
+], ids=["partial_tail", "checkpoint"])
+@pytest.mark.parametrize("chunks", [(40, 10), (33, 15, 2), (33, 7, 8, 2),
+                                    (33, 7, 10, 1, 1)])
+def test_a_prefill_in_chunks_is_never_quiet_below_the_prompt(spec, chunks):
+    # With the hash unit under the block size a request has boundaries of
+    # its own below its prompt (a partial entry at the prompt's last unit,
+    # a recurrent state's checkpoint), which the cells do not know: each
+    # chunk, and the decode step after, must change what the same call
+    # made without a record changes.
+    def run(with_record):
+        kv = v.KVCacheManager(config(spec, num_blocks=32), max_model_len=4096,
+                              hash_block_size=16)
+        r = v.Request("a", list(range(50)))
+        blocks, hit = kv.get_computed_blocks(r)
+        seen = []
+        for i, n in enumerate(chunks):
+            if n == 1:
+                r.append_output_token_ids(7)
+            tracked = kv._tracked.get("a")
+            if not with_record and tracked is not None:
+                tracked.quiet = None
+            new = (kv.allocate_slots(r, n, hit, blocks) if i == 0
+                   else kv.allocate_slots(r, n))
+            r.num_computed_tokens += n + (hit if i == 0 else 0)
+            kv.new_step_starts()
+            seen.append((ids(new), kv.cache.num_cached_entries,
+                         kv.cache.cached_blocks_per_group(),
+                         kv.cache.free_queue(),
+                         kv.cache.block_table(kv._tracked["a"].id, 0)))
+        return seen
+    assert run(True) == run(False)
+
+
 def test_a_call_the_engine_would_reject_is_rejected_as_before():
     kv = v.KVCacheManager(config(*SPECS), max_model_len=4096,
                           hash_block_size=16)
@@ -301,6 +337,9 @@ def test_a_record_is_the_cells_tuple_or_none():
     a = v.Request("a", range(40))
     admit(kv, a)
     tracked = kv._tracked["a"]
+    assert tracked.quiet is None  # none while the prompt is not computed
+    a.append_output_token_ids(7)
+    assert kv.allocate_slots(a, 1) is not None
     record = tracked.quiet
     assert len(record) == 9 and record[0] == kv._epoch
     for bad, what in ((("x",) * 9, "tuple of 9"),

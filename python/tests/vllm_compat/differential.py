@@ -71,6 +71,7 @@ class Workload:
     max_model_len: int = 2048
     sliding_window: int | None = None  # None: 2 * block_size + 1
     attention_chunk_size: int | None = None  # None: 4 * block_size
+    hash_block_size: int | None = None  # None: block_size
 
 
 def workload(seed):
@@ -204,7 +205,8 @@ def make_scheduler(w, manager_class=None):
     try:
         return scheduler_module.Scheduler(
             vllm_config=vllm_config, kv_cache_config=kv_cache_config,
-            block_size=w.block_size, log_stats=True,
+            block_size=w.block_size, hash_block_size=w.hash_block_size,
+            log_stats=True,
             structured_output_manager=StructuredOutputManager(vllm_config))
     finally:
         scheduler_module.KVCacheManager = saved
@@ -215,7 +217,8 @@ def _request(w, request_id, prompt, max_tokens):
     params.update_from_generation_config({}, EOS)
     return Request(request_id=request_id, prompt_token_ids=list(prompt),
                    sampling_params=params, pooling_params=None,
-                   block_hasher=get_request_block_hasher(w.block_size, sha256))
+                   block_hasher=get_request_block_hasher(
+                       w.hash_block_size or w.block_size, sha256))
 
 
 def _summary(out):
