@@ -144,7 +144,8 @@ std::optional<Call> TakeArgs(const AllocateArgs& a) {
 std::optional<py::object> Admit(Core& core, const AllocateArgs& args) {
   std::optional<Call> call = TakeArgs(args);
   if (!call || !core.enable_caching || core.cache == nullptr ||
-      !PyDict_CheckExact(core.tracked) || PoolNeedsPython(core)) {
+      !PyDict_CheckExact(core.tracked) ||
+      !PyList_CheckExact(core.new_block_ids) || PoolNeedsPython(core)) {
     return std::nullopt;
   }
   PyObject* request = call->request;
