@@ -309,14 +309,38 @@ def _cover(coverage, summary):
     coverage.drafts += sum(1 for v in summary["spec_tokens"].values() if v)
 
 
-def run(seed, manager_class=None):
-    """Runs workload(seed) on the engine's manager and on
+class NotBuilt(Exception):
+    """Either manager refused the workload's shape when built (the engine
+    asserting, hkv raising hkv.Error): nothing to compare."""
+
+
+def halved_hash_unit(w):
+    """``w`` hashed at half its block size (its blocks a multiple of the
+    hash unit: a request's own boundaries then fall between blocks), or
+    None when its blocks are too small to halve."""
+    if w.block_size < 8:
+        return None
+    return dataclasses.replace(w, hash_block_size=w.block_size // 2)
+
+
+def run(seed, manager_class=None, shape=None):
+    """Runs workload(seed), or ``shape(workload(seed))`` (raising NotBuilt
+    when either manager refuses it), on the engine's manager and on
     ``manager_class`` (hkv.vllm.KVCacheManager); returns the Coverage."""
     init_none_hash(sha256)
     w = workload(seed)
     engine_class = plugin.engine_manager_class()
-    sides = [make_scheduler(w, engine_class),
-             make_scheduler(w, manager_class or hkv.vllm.KVCacheManager)]
+    if shape is None:
+        sides = [make_scheduler(w, engine_class),
+                 make_scheduler(w, manager_class or hkv.vllm.KVCacheManager)]
+    else:
+        w = shape(w)
+        try:
+            sides = [make_scheduler(w, engine_class),
+                     make_scheduler(w,
+                                    manager_class or hkv.vllm.KVCacheManager)]
+        except (AssertionError, hkv.Error) as refused:
+            raise NotBuilt(f"seed {seed}: {refused}") from refused
     coverage = Coverage()
     rngs = [random.Random(seed * 7919 + 1) for _ in sides]
     pending = list(w.arrivals)
