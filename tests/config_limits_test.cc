@@ -147,6 +147,31 @@ TEST(ConfigLimitsTest, HashUnitMustDivideTheSchedulerBlock) {
   EXPECT_THAT(Error(config), HasSubstr("hash unit 4 does not divide"));
 }
 
+// A recurrent group keeping a state per block needs the hash unit at the
+// scheduler block only for hits, which could fall between its states. With
+// prefix caching off there are no hits: a request allocates, computes and
+// frees as with the unit at the block.
+TEST(ConfigLimitsTest, AStatePerBlockNeedsTheUnitAtTheBlockOnlyWithCaching) {
+  CacheConfig config = {.groups = {{.block_size = 32},
+                                   {.kind = GroupKind::kRecurrent,
+                                    .block_size = 32,
+                                    .recurrent_mode = RecurrentMode::kAll}},
+                        .num_blocks = 64};
+  config.keys.hash_unit = 16;
+  EXPECT_THAT(Error(config), HasSubstr("with prefix caching on"));
+  config.caching = PrefixCaching::kDisabled;
+  ASSERT_EQ(Error(config), "(valid)");
+  Result<CacheManager> cache = CacheManager::Create(config);
+  ASSERT_TRUE(cache);
+  const std::vector<TokenId> prompt = Range(0, 100);
+  const Request r({.id = RequestId{1}}, prompt, cache->key_scheme());
+  ASSERT_TRUE(cache->Allocate(r, {.num_new_tokens = 100}));
+  cache->Commit(r, 100);
+  EXPECT_EQ(cache->Lookup(r).num_tokens, 0u);
+  cache->Free(r.id());
+  EXPECT_EQ(cache->usage(), 0.0);
+}
+
 TEST(ConfigLimitsTest, HashUnitAndRetentionBeyondTheLimitAreRefused) {
   CacheConfig scratch =
       With({.kind = GroupKind::kScratch, .scratch_blocks = 1});

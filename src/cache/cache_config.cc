@@ -224,7 +224,8 @@ Result<void> ValidateAlignment(const CacheConfig& config) {
                 .hash_unit = config.keys.hash_unit,
                 .scheduler_block = scheduler_block,
                 .dcp = config.dcp,
-                .sharded = block != g.block_size});
+                .sharded = block != g.block_size,
+                .caching = config.caching == PrefixCaching::kEnabled});
         !ok) {
       return Invalid(name + ok.error().message);
     }

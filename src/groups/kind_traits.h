@@ -38,6 +38,7 @@ struct KindCheck {
   std::uint64_t scheduler_block = 0;  // the lcm of all groups' blocks
   std::uint32_t dcp = 1;
   bool sharded = false;  // block is block_size x dcp, dcp > 1
+  bool caching = true;   // prefix caching on: lookups and commits happen
 };
 
 struct KindTraits {

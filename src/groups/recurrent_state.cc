@@ -368,14 +368,14 @@ const KindTraits& RecurrentTraits() {
       .check = [](const GroupSpec& spec,
                   const KindCheck& block) -> Result<void> {
         // States at every block boundary leave no room for hits between
-        // them.
-        if (spec.recurrent_mode == RecurrentMode::kAll &&
+        // them (with caching off there are no hits).
+        if (spec.recurrent_mode == RecurrentMode::kAll && block.caching &&
             block.hash_unit != block.scheduler_block) {
           return SpecError(
               "a recurrent group in all mode needs hash unit == scheduler "
               "block (" +
               std::to_string(block.scheduler_block) + "), got " +
-              std::to_string(block.hash_unit));
+              std::to_string(block.hash_unit) + ", with prefix caching on");
         }
         return {};
       },

@@ -2,6 +2,7 @@
 side, on 1,000 seeded random workloads (differential.py), and on 150 more
 hashed at half their block size: every step the same SchedulerOutput,
 block tables, free blocks and stats."""
+import dataclasses
 import os
 
 from . import differential
@@ -37,17 +38,31 @@ def test_schedulers_agree_with_the_hash_unit_under_the_block():
     # multiple of the hash unit (partial entries at a prompt's last unit,
     # recurrent checkpoints between blocks). Shapes either manager refuses
     # when built (the engine's single-group coordinator, hkv's chunked
-    # local attention and recurrent groups caching every state) are
-    # skipped; every other workload must agree step by step.
-    compared = refused = 0
+    # local attention, and its recurrent groups caching every state with
+    # prefix caching on) are skipped; every other workload must agree step
+    # by step.
+    # Recurrent workloads run again with prefix caching off, where hkv
+    # builds a group caching every state at any hash unit (no hits).
+    def uncached(w):
+        return dataclasses.replace(differential.halved_hash_unit(w),
+                                   caching=False)
+    compared = refused = uncached_compared = 0
     for seed in range(NUM_HALVED):
-        if differential.halved_hash_unit(differential.workload(seed)) is None:
+        w = differential.workload(seed)
+        if differential.halved_hash_unit(w) is None:
             continue
-        try:
-            differential.run(seed, shape=differential.halved_hash_unit)
-            compared += 1
-        except (differential.NotBuilt, differential.EngineFailed):
-            refused += 1
-    print(f"\n{compared} workloads hashed at half the block compared; "
-          f"{refused} refused by a manager")
+        shapes = [differential.halved_hash_unit]
+        if any(kind.startswith("mamba") for kind in w.kinds):
+            shapes.append(uncached)
+        for shape in shapes:
+            try:
+                differential.run(seed, shape=shape)
+                compared += 1
+                uncached_compared += shape is uncached
+            except (differential.NotBuilt, differential.EngineFailed):
+                refused += 1
+    print(f"\n{compared} workloads hashed at half the block compared "
+          f"({uncached_compared} with caching off); {refused} refused by a "
+          "manager")
     assert compared > NUM_HALVED // 4, (compared, refused)
+    assert uncached_compared > NUM_HALVED // 10, uncached_compared

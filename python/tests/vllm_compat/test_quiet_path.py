@@ -61,7 +61,7 @@ def test_a_quiet_allocation_is_one_that_changes_nothing():
             # A hash unit under the block size: a request's own boundaries
             # (a partial entry at its prompt's last unit) fall between the
             # blocks'. Shapes hkv refuses so (a recurrent group caching
-            # every state) keep theirs.
+            # every state, with prefix caching on) keep theirs.
             halved = dataclasses.replace(w, hash_block_size=w.block_size // 2)
             try:
                 scheduler = differential.make_scheduler(halved, Checked)
