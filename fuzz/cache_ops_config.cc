@@ -145,15 +145,17 @@ CacheConfig DecodeCacheConfig(FuzzedDataProvider& in) {
     config.groups.push_back(DecodeGroup(in, unit));
   }
   FitChunkedGroups(config);
-  // Recurrent all mode needs the hash unit to be the scheduler block.
-  if (SchedulerBlock(config) != unit) {
+  DecodeLimits(in, config);
+  // Recurrent all mode needs the hash unit to be the scheduler block while
+  // prefix caching is on.
+  if (config.caching == PrefixCaching::kEnabled &&
+      SchedulerBlock(config) != unit) {
     for (GroupSpec& g : config.groups) {
       if (g.recurrent_mode == RecurrentMode::kAll) {
         g.recurrent_mode = RecurrentMode::kAlign;
       }
     }
   }
-  DecodeLimits(in, config);
   if (in.ConsumeIntegralInRange(0, 15) == 0) Perturb(in, config);
   return config;
 }
