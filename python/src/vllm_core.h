@@ -78,6 +78,8 @@ const CoreNames& Names();
 std::optional<long long> PlainInt(PyObject* value, long long fallback = 0);
 // A flag's value (false for nullptr), or nothing unless True or False.
 std::optional<bool> PlainFlag(PyObject* value);
+// `owner.name`, or a null object (any error cleared).
+py::object Attr(PyObject* owner, PyObject* name);
 // `owner.name` as a plain int, or nothing (any error cleared).
 std::optional<long long> IntAttr(PyObject* owner, PyObject* name);
 bool FitsU32(long long v);

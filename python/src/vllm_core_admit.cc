@@ -30,13 +30,6 @@ struct Fields {
   std::optional<std::uint32_t> lora_id;
 };
 
-// `owner.name`, or a null object (the error cleared).
-py::object Attr(PyObject* owner, PyObject* name) {
-  auto value = py::reinterpret_steal<py::object>(PyObject_GetAttr(owner, name));
-  if (!value) PyErr_Clear();
-  return value;
-}
-
 // The fields, or nothing when one is missing or not plain: an int that does
 // not fit, a prompt longer than the request, keys short, a LoRA id that is
 // not a plain int.
@@ -115,34 +108,10 @@ std::optional<py::object> BuildMirror(const Core& core, const Fields& fields,
   }
 }
 
-// The call's plain arguments, or nothing.
-std::optional<Call> TakeArgs(const AllocateArgs& a) {
-  const auto num_new = PlainInt(a[kNumNewTokens]);
-  const auto lookahead = PlainInt(a[kNumLookaheadTokens]);
-  const auto delay = PlainFlag(a[kDelayCacheBlocks]);
-  const auto num_computed = PlainInt(a[kNumNewComputedTokens]);
-  const auto whole = PlainFlag(a[kFullSequenceMustFit]);
-  if (!num_new || *num_new <= 0 || !FitsU32(*num_new) || !lookahead ||
-      !FitsU32(*lookahead) || !delay || !num_computed ||
-      !FitsU32(*num_computed) || !whole ||
-      PlainInt(a[kNumExternalComputedTokens]) != 0 ||
-      PlainInt(a[kNumEncoderTokens]) != 0) {
-    return std::nullopt;
-  }
-  return Call{.request = a[kRequest],
-              .tracked = nullptr,
-              .num_new_tokens = *num_new,
-              .lookahead = *lookahead,
-              .no_commit = *delay,
-              .num_new_computed_tokens = *num_computed,
-              .gate = *whole ? AdmissionGate::kWholeSequence
-                             : AdmissionGate::kNextChunk};
-}
-
 }  // namespace
 
 std::optional<py::object> Admit(Core& core, const AllocateArgs& args) {
-  std::optional<Call> call = TakeArgs(args);
+  std::optional<Call> call = PlainCall(args);
   if (!call || !core.enable_caching || core.cache == nullptr ||
       !PyDict_CheckExact(core.tracked) ||
       !PyList_CheckExact(core.new_block_ids) || PoolNeedsPython(core)) {
@@ -172,11 +141,11 @@ std::optional<py::object> Admit(Core& core, const AllocateArgs& args) {
   const py::object hit_ref =
       py::reinterpret_borrow<py::object>(t == nullptr ? Py_None : t->hit);
   call->hit = *hit;
+  const Counts counts{.computed = fields->computed,
+                      .num_tokens = fields->num_tokens};
   if (t != nullptr && !IsNone(t->mirror)) {  // a retry after a refusal
     call->tracked = t;
-    return Allocate(
-        core, *call,
-        {.computed = fields->computed, .num_tokens = fields->num_tokens});
+    return Allocate(core, *call, counts);
   }
   const long long mirror_id = t == nullptr ? core.next_id : t->id;
   const std::optional<py::object> mirror =
@@ -193,9 +162,7 @@ std::optional<py::object> Admit(Core& core, const AllocateArgs& args) {
   tracked.num_tokens = fields->num_prompt_tokens;
   tracked.num_keys = fields->num_prompt_tokens / core.hash_block_size;
   call->tracked = &tracked;
-  return Allocate(
-      core, *call,
-      {.computed = fields->computed, .num_tokens = fields->num_tokens});
+  return Allocate(core, *call, counts);
 }
 
 }  // namespace hkv::python

@@ -87,6 +87,29 @@ bool IsQuiet(const Core& core, const Call& call, Counts& counts) {
 
 }  // namespace
 
+std::optional<Call> PlainCall(const AllocateArgs& a) {
+  const auto num_new = PlainInt(a[kNumNewTokens]);
+  const auto lookahead = PlainInt(a[kNumLookaheadTokens]);
+  const auto delay = PlainFlag(a[kDelayCacheBlocks]);
+  const auto num_computed = PlainInt(a[kNumNewComputedTokens]);
+  const auto whole = PlainFlag(a[kFullSequenceMustFit]);
+  if (!num_new || *num_new <= 0 || !FitsU32(*num_new) || !lookahead ||
+      !FitsU32(*lookahead) || !delay || !num_computed ||
+      !FitsU32(*num_computed) || !whole ||
+      PlainInt(a[kNumExternalComputedTokens]) != 0 ||
+      PlainInt(a[kNumEncoderTokens]) != 0) {
+    return std::nullopt;
+  }
+  return Call{.request = a[kRequest],
+              .tracked = nullptr,
+              .num_new_tokens = *num_new,
+              .lookahead = *lookahead,
+              .no_commit = *delay,
+              .num_new_computed_tokens = *num_computed,
+              .gate = *whole ? AdmissionGate::kWholeSequence
+                             : AdmissionGate::kNextChunk};
+}
+
 bool PoolNeedsPython(Core& core) {
   PyObject* events =
       PyObject_GetAttr(core.block_pool, Names().enable_kv_cache_events);
@@ -217,17 +240,12 @@ std::optional<py::object> Allocate(Core& core, const Call& call,
 
 namespace {
 
-// The call as this path takes it, or nothing.
+// A running request's call as this path takes it (no hit, nothing to fit
+// whole), or nothing.
 std::optional<Call> TakeCall(const Core& core, const AllocateArgs& a) {
-  const auto num_new = PlainInt(a[kNumNewTokens]);
-  const auto lookahead = PlainInt(a[kNumLookaheadTokens]);
-  const auto delay = PlainFlag(a[kDelayCacheBlocks]);
-  if (!num_new || *num_new <= 0 || !FitsU32(*num_new) || !lookahead ||
-      !FitsU32(*lookahead) || !delay ||
-      PlainInt(a[kNumNewComputedTokens]) != 0 ||
-      PlainInt(a[kNumExternalComputedTokens]) != 0 ||
-      PlainInt(a[kNumEncoderTokens]) != 0 ||
-      PlainFlag(a[kFullSequenceMustFit]) != false ||
+  std::optional<Call> call = PlainCall(a);
+  if (!call || call->num_new_computed_tokens != 0 ||
+      call->gate != AdmissionGate::kNextChunk ||
       !IsNone(a[kNewComputedBlocks]) || core.tracked == nullptr ||
       !PyDict_CheckExact(core.tracked) || core.cache == nullptr) {
     return std::nullopt;
@@ -242,11 +260,9 @@ std::optional<Call> TakeCall(const Core& core, const AllocateArgs& a) {
       t->mirror_request == nullptr) {
     return std::nullopt;
   }
-  return Call{.request = a[kRequest],
-              .tracked = t,
-              .num_new_tokens = *num_new,
-              .lookahead = *lookahead,
-              .no_commit = *delay || !core.enable_caching};
+  call->tracked = t;
+  call->no_commit = call->no_commit || !core.enable_caching;
+  return call;
 }
 
 }  // namespace

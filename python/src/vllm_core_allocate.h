@@ -54,6 +54,11 @@ struct Counts {
   std::optional<long long> num_tokens;
 };
 
+// The call's arguments when every one is plain (ints that fit, bools), new
+// tokens given and no connector or encoder tokens; nothing else. The entry
+// is left to the path (tracked nullptr, hit none).
+std::optional<Call> PlainCall(const AllocateArgs& args);
+
 // Whether the block pool publishes events (then the manager's Python drains
 // them) or has not learnt the keys' digest size (its Python does that).
 bool PoolNeedsPython(Core& core);

@@ -32,39 +32,32 @@ struct Lookup {
   py::object keys;  // request.block_hashes
 };
 
-// Whether the lookup reads nothing: caching off, or a request that skips
-// reading the cache (prompt logprobs). Then it is the empty blocks and no
-// hit, and no entry is made.
-bool ReadsNothing(const Core& core, PyObject* request) {
-  if (!core.enable_caching) return core.empty_blocks != nullptr;
-  PyObject* skip = PyObject_GetAttr(request, Names().skip_reading_prefix_cache);
-  if (skip == nullptr) PyErr_Clear();
-  Py_XDECREF(skip);
-  return skip == Py_True && core.empty_blocks != nullptr;
+// Whether the lookup reads the cache: not with caching off, nor for a
+// request that skips reading it (prompt logprobs; then it is the empty
+// blocks and no hit, and no entry is made). Nothing when the request's flag
+// is not a plain bool (the manager's Python reads it).
+std::optional<bool> ReadsCache(const Core& core, PyObject* request) {
+  if (!core.enable_caching) return false;
+  const py::object skip = Attr(request, Names().skip_reading_prefix_cache);
+  const std::optional<bool> skips = skip ? PlainFlag(skip.ptr()) : std::nullopt;
+  if (!skips) return std::nullopt;
+  return !*skips;
 }
 
-// Reads the request's attributes first (an engine property runs Python),
-// its tracked entry last, taking a reference at once.
+// The lookup of a request that reads the cache. Reads the request's
+// attributes first (an engine property runs Python), its tracked entry
+// last, taking a reference at once.
 std::optional<Lookup> TakeLookup(Core& core, PyObject* request) {
   if (!core.enable_caching || core.cache == nullptr ||
       !PyDict_CheckExact(core.tracked)) {
     return std::nullopt;
   }
   const CoreNames& names = Names();
-  const auto attr = [request](PyObject* name) {
-    auto value =
-        py::reinterpret_steal<py::object>(PyObject_GetAttr(request, name));
-    if (!value) PyErr_Clear();
-    return value;
-  };
-  if (attr(names.skip_reading_prefix_cache).ptr() != Py_False) {
-    return std::nullopt;
-  }
   Lookup call;
   call.request = request;
-  call.id = attr(names.request_id);
+  call.id = Attr(request, names.request_id);
   const auto num_tokens = IntAttr(request, names.num_tokens);
-  call.keys = attr(names.block_hashes);
+  call.keys = Attr(request, names.block_hashes);
   if (!call.id || !num_tokens || !FitsU32(*num_tokens) || !call.keys ||
       !PyList_CheckExact(call.keys.ptr())) {
     return std::nullopt;
@@ -164,7 +157,9 @@ PyObject* GetComputedBlocksMethod(PyObject* self, PyObject* const* args,
   Core& core = *reinterpret_cast<Core*>(self);
   PyObject* done = Guarded([&]() -> py::object {
     if (nargs != 1 || kwnames != nullptr) return {};
-    if (ReadsNothing(core, args[0])) {
+    const std::optional<bool> reads = ReadsCache(core, args[0]);
+    if (!reads || (!*reads && core.empty_blocks == nullptr)) return {};
+    if (!*reads) {
       return py::make_tuple(
           py::reinterpret_borrow<py::object>(core.empty_blocks), 0);
     }

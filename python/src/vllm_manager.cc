@@ -43,15 +43,16 @@ std::optional<bool> PlainFlag(PyObject* value) {
   return std::nullopt;
 }
 
+py::object Attr(PyObject* owner, PyObject* name) {
+  auto value = py::reinterpret_steal<py::object>(PyObject_GetAttr(owner, name));
+  if (!value) PyErr_Clear();
+  return value;
+}
+
 std::optional<long long> IntAttr(PyObject* owner, PyObject* name) {
-  PyObject* value = PyObject_GetAttr(owner, name);
-  if (value == nullptr) {
-    PyErr_Clear();
-    return std::nullopt;
-  }
-  const auto v = PlainInt(value);
-  Py_DECREF(value);
-  return v;
+  const py::object value = Attr(owner, name);
+  if (!value) return std::nullopt;
+  return PlainInt(value.ptr());
 }
 
 bool FitsU32(long long v) {
