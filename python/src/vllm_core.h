@@ -18,14 +18,25 @@
 
 #include <Python.h>
 
+#include <cstdint>
+#include <limits>
 #include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "bindings.h"
 #include "hkv/cache_manager.h"
 #include "quiet_cells.h"
 #include "vllm_tracked.h"
 
 namespace hkv::python {
+
+// The entries of requests whose running calls have found them, by the
+// engine request's address, each holding a reference to its entry (which
+// holds one to its request, whose address therefore stays its own). Every
+// way an entry leaves _tracked drops it here too (_untrack, setting
+// _tracked), so a running request's call finds its entry without reading
+// the request's id or the dict.
+using RunningEntries = absl::flat_hash_map<PyObject*, Tracked*>;
 
 struct Core {
   PyObject_HEAD
@@ -48,7 +59,8 @@ struct Core {
   PyObject* views;        // the block objects by id
   PyObject* block_pool;   // its enable_kv_cache_events and digest_size
   long long hash_block_size;
-  char digest_known;  // block_pool.digest_size was seen set
+  char digest_known;        // block_pool.digest_size was seen set
+  RunningEntries* running;  // made at the first insert
 };
 
 // Interned names of the attributes and methods the core reads and calls.
@@ -71,18 +83,50 @@ struct CoreNames {
   PyObject* blocks_views = nullptr;
   PyObject* blocks_built = nullptr;
 };
-const CoreNames& Names();
+// Defined in vllm_manager.cc, set at the module's import.
+extern CoreNames core_names;
+inline const CoreNames& Names() { return core_names; }
+
+// The helpers below run several times in every allocate_slots call, and
+// are always inlined: an optional returned from a call is stored to the
+// stack and read back in words, which stalls on its flag byte.
 
 // A plain int's value (`fallback` for nullptr, an argument not given), or
 // nothing for anything else (a bool, a subclass, one beyond 64 bits).
-std::optional<long long> PlainInt(PyObject* value, long long fallback = 0);
+[[gnu::always_inline]] inline std::optional<long long> PlainInt(
+    PyObject* value, long long fallback = 0) {
+  if (value == nullptr) return fallback;
+  if (!PyLong_CheckExact(value)) return std::nullopt;
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  return v;
+}
 // A flag's value (false for nullptr), or nothing unless True or False.
-std::optional<bool> PlainFlag(PyObject* value);
+[[gnu::always_inline]] inline std::optional<bool> PlainFlag(PyObject* value) {
+  if (value == nullptr || value == Py_False) return false;
+  if (value == Py_True) return true;
+  return std::nullopt;
+}
 // `owner.name`, or a null object (any error cleared).
-py::object Attr(PyObject* owner, PyObject* name);
+inline py::object Attr(PyObject* owner, PyObject* name) {
+  auto value = py::reinterpret_steal<py::object>(PyObject_GetAttr(owner, name));
+  if (!value) PyErr_Clear();
+  return value;
+}
 // `owner.name` as a plain int, or nothing (any error cleared).
-std::optional<long long> IntAttr(PyObject* owner, PyObject* name);
-bool FitsU32(long long v);
+[[gnu::always_inline]] inline std::optional<long long> IntAttr(PyObject* owner,
+                                                               PyObject* name) {
+  const py::object value = Attr(owner, name);
+  if (!value) return std::nullopt;
+  return PlainInt(value.ptr());
+}
+inline bool FitsU32(long long v) {
+  return v >= 0 && v <= std::numeric_limits<std::uint32_t>::max();
+}
 // Whether the block pool has learnt the engine's digest size (the manager's
 // Python learns it from the first keys it reads).
 bool DigestKnown(Core& core);
@@ -95,6 +139,10 @@ py::object MakeBlocks(const Core& core, PyObject* ids);
 // Python: an id's __hash__); `holder` takes a reference to it.
 Tracked& NewTracked(Core& core, PyObject* request, PyObject* id,
                     py::object& holder);
+// The entry tracking `request` (its request that very object), or nullptr:
+// from core.running, else from core.tracked under the request's id, then
+// added to core.running.
+Tracked* RunningEntry(Core& core, PyObject* request);
 // The manager's Python method `name` with the arguments as given.
 PyObject* CallPython(PyObject* self, PyObject* name, PyObject* const* args,
                      Py_ssize_t nargs, PyObject* kwnames);

@@ -42,11 +42,15 @@ bool ParseArgs(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
   const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
   for (Py_ssize_t k = 0; k < nkw; ++k) {
     PyObject* name = PyTuple_GET_ITEM(kwnames, k);
-    std::size_t i = 0;
-    while (i < kNumAllocateArgs && arg_names[i] != name &&
-           PyUnicode_Compare(arg_names[i], name) != 0) {
-      ++i;
+    // A caller's literal names are interned: the same objects as ours.
+    auto at = std::find(arg_names.begin(), arg_names.end(), name);
+    if (at == arg_names.end()) {
+      at = std::find_if(arg_names.begin(), arg_names.end(), [&](PyObject* n) {
+        return PyUnicode_Compare(n, name) == 0;
+      });
+      PyErr_Clear();  // a name that is not a str compares as unequal
     }
+    const auto i = static_cast<std::size_t>(at - arg_names.begin());
     if (i == kNumAllocateArgs || out[i] != nullptr) return false;
     out[i] = args[nargs + k];
   }
@@ -242,7 +246,7 @@ namespace {
 
 // A running request's call as this path takes it (no hit, nothing to fit
 // whole), or nothing.
-std::optional<Call> TakeCall(const Core& core, const AllocateArgs& a) {
+std::optional<Call> TakeCall(Core& core, const AllocateArgs& a) {
   std::optional<Call> call = PlainCall(a);
   if (!call || call->num_new_computed_tokens != 0 ||
       call->gate != AdmissionGate::kNextChunk ||
@@ -250,16 +254,8 @@ std::optional<Call> TakeCall(const Core& core, const AllocateArgs& a) {
       !PyDict_CheckExact(core.tracked) || core.cache == nullptr) {
     return std::nullopt;
   }
-  PyObject* id = PyObject_GetAttr(a[kRequest], Names().request_id);
-  PyObject* entry =
-      id == nullptr ? nullptr : PyDict_GetItemWithError(core.tracked, id);
-  Py_XDECREF(id);
-  PyErr_Clear();
-  Tracked* t = AsTracked(entry);
-  if (t == nullptr || t->request != a[kRequest] ||
-      t->mirror_request == nullptr) {
-    return std::nullopt;
-  }
+  Tracked* t = RunningEntry(core, a[kRequest]);
+  if (t == nullptr || t->mirror_request == nullptr) return std::nullopt;
   call->tracked = t;
   call->no_commit = call->no_commit || !core.enable_caching;
   return call;

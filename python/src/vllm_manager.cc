@@ -8,7 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
+#include <utility>
 #include <vector>
 
 #include "bindings.h"
@@ -17,51 +17,12 @@
 #include "vllm_tracked.h"
 
 namespace hkv::python {
-namespace {
 
-CoreNames names;
-
-}  // namespace
-
-const CoreNames& Names() { return names; }
-
-std::optional<long long> PlainInt(PyObject* value, long long fallback) {
-  if (value == nullptr) return fallback;
-  if (!PyLong_CheckExact(value)) return std::nullopt;
-  int overflow = 0;
-  const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
-  if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
-    PyErr_Clear();
-    return std::nullopt;
-  }
-  return v;
-}
-
-std::optional<bool> PlainFlag(PyObject* value) {
-  if (value == nullptr || value == Py_False) return false;
-  if (value == Py_True) return true;
-  return std::nullopt;
-}
-
-py::object Attr(PyObject* owner, PyObject* name) {
-  auto value = py::reinterpret_steal<py::object>(PyObject_GetAttr(owner, name));
-  if (!value) PyErr_Clear();
-  return value;
-}
-
-std::optional<long long> IntAttr(PyObject* owner, PyObject* name) {
-  const py::object value = Attr(owner, name);
-  if (!value) return std::nullopt;
-  return PlainInt(value.ptr());
-}
-
-bool FitsU32(long long v) {
-  return v >= 0 && v <= std::numeric_limits<std::uint32_t>::max();
-}
+CoreNames core_names;
 
 bool DigestKnown(Core& core) {
   if (!core.digest_known) {
-    PyObject* size = PyObject_GetAttr(core.block_pool, names.digest_size);
+    PyObject* size = PyObject_GetAttr(core.block_pool, core_names.digest_size);
     if (size == nullptr) PyErr_Clear();
     core.digest_known = size != nullptr && size != Py_None;
     Py_XDECREF(size);
@@ -91,6 +52,31 @@ Tracked& NewTracked(Core& core, PyObject* request, PyObject* id,
   return t;
 }
 
+Tracked* RunningEntry(Core& core, PyObject* request) {
+  if (core.running != nullptr) {
+    const auto found = core.running->find(request);
+    // (Its request is cleared only when the garbage collector breaks a
+    // cycle through the entry.)
+    if (found != core.running->end() && found->second->request == request) {
+      return found->second;
+    }
+  }
+  PyObject* id = PyObject_GetAttr(request, core_names.request_id);
+  PyObject* entry =
+      id == nullptr ? nullptr : PyDict_GetItemWithError(core.tracked, id);
+  Py_XDECREF(id);
+  PyErr_Clear();
+  Tracked* t = AsTracked(entry);
+  if (t == nullptr || t->request != request) return nullptr;
+  if (core.running == nullptr) core.running = new RunningEntries();
+  auto [slot, added] = core.running->try_emplace(request, t);
+  if (!added) {  // a stale one, see above
+    Py_DECREF(reinterpret_cast<PyObject*>(std::exchange(slot->second, t)));
+  }
+  Py_INCREF(entry);
+  return t;
+}
+
 PyObject* CallPython(PyObject* self, PyObject* name, PyObject* const* args,
                      Py_ssize_t nargs, PyObject* kwnames) {
   const Py_ssize_t total =
@@ -103,6 +89,50 @@ PyObject* CallPython(PyObject* self, PyObject* name, PyObject* const* args,
 }
 
 namespace {
+
+// Drops `t` from core.running, if there.
+void ForgetRunning(Core& core, Tracked& t) {
+  if (core.running == nullptr) return;
+  const auto found = core.running->find(t.request);
+  if (found == core.running->end() || found->second != &t) return;
+  core.running->erase(found);
+  Py_DECREF(reinterpret_cast<PyObject*>(&t));
+}
+
+// Drops every entry from core.running (their last references may run
+// Python: the map is emptied first).
+void ClearRunning(Core& core) {
+  if (core.running == nullptr) return;
+  RunningEntries entries;
+  entries.swap(*core.running);
+  for (const auto& [request, t] : entries) {
+    Py_DECREF(reinterpret_cast<PyObject*>(t));
+  }
+}
+
+// _untrack(request_id): pops the request id's entry from _tracked (None
+// when it has none), and from the running entries.
+PyObject* UntrackMethod(PyObject* self, PyObject* const* args,
+                        Py_ssize_t nargs) {
+  Core& core = *reinterpret_cast<Core*>(self);
+  return Guarded([&]() -> py::object {
+    const FastArgs a("_untrack", args, nargs, 1);
+    if (core.tracked == nullptr || !PyDict_Check(core.tracked)) {
+      throw UsageError("_untrack(): _tracked is not a dict");
+    }
+    PyObject* entry = PyDict_GetItemWithError(core.tracked, a[0].ptr());
+    if (entry == nullptr) {
+      if (PyErr_Occurred()) throw py::error_already_set();
+      return py::none();
+    }
+    const auto held = py::reinterpret_borrow<py::object>(entry);
+    if (PyDict_DelItem(core.tracked, a[0].ptr()) != 0) {
+      throw py::error_already_set();
+    }
+    if (Tracked* t = AsTracked(held.ptr())) ForgetRunning(core, *t);
+    return held;
+  });
+}
 
 // _bind_core(cache, cells, zeroed_groups, blocks_type, views, block_pool,
 // hash_block_size): what the core reads and the manager sets once.
@@ -150,11 +180,17 @@ int CoreTraverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(core.blocks_type);
   Py_VISIT(core.views);
   Py_VISIT(core.block_pool);
+  if (core.running != nullptr) {
+    for (const auto& [request, t] : *core.running) {
+      Py_VISIT(reinterpret_cast<PyObject*>(t));
+    }
+  }
   return 0;
 }
 
 int CoreClear(PyObject* self) {
   Core& core = *reinterpret_cast<Core*>(self);
+  ClearRunning(core);
   Py_CLEAR(core.tracked);
   Py_CLEAR(core.empty_blocks);
   Py_CLEAR(core.new_block_ids);
@@ -173,6 +209,9 @@ void CoreDealloc(PyObject* self) {
   PyTypeObject* type = Py_TYPE(self);
   PyObject_GC_UnTrack(self);
   CoreClear(self);
+  Core& core = *reinterpret_cast<Core*>(self);
+  delete core.running;
+  core.running = nullptr;
   type->tp_free(self);
   Py_DECREF(type);
 }
@@ -203,14 +242,23 @@ int SetObjectField(PyObject* self, PyObject* value, void* offset) {
   return 0;
 }
 
+// Setting _tracked drops the running entries, which were its.
+int SetTracked(PyObject* self, PyObject* value, void* offset) {
+  if (SetObjectField(self, value, offset) != 0) return -1;
+  ClearRunning(*reinterpret_cast<Core*>(self));
+  return 0;
+}
+
 #define HKV_CORE_OBJECT(python_name, field, doc)       \
   {                                                    \
     python_name, GetObjectField, SetObjectField, doc,  \
         reinterpret_cast<void*>(offsetof(Core, field)) \
   }
 PyGetSetDef core_getset[] = {
-    HKV_CORE_OBJECT("_tracked", tracked,
-                    "engine request id -> VllmTracked (a dict)"),
+    {"_tracked", GetObjectField, SetTracked,
+     "engine request id -> VllmTracked (a dict); entries leave it through "
+     "_untrack only",
+     reinterpret_cast<void*>(offsetof(Core, tracked))},
     HKV_CORE_OBJECT("empty_kv_cache_blocks", empty_blocks,
                     "the shared empty KVCacheBlocks"),
     HKV_CORE_OBJECT("_new_block_ids", new_block_ids,
@@ -267,6 +315,13 @@ PyMethodDef core_methods[] = {
      "for groups that do not read the whole prefix, and everywhere with "
      "caching off, as the engine counts). Raises hkv.UsageError for a "
      "request holding no blocks."},
+    {"_untrack",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)()>(&UntrackMethod)),
+     METH_FASTCALL,
+     "_untrack(request_id): pops the request id's VllmTracked from _tracked "
+     "(None when it has none), and from the entries running calls find by "
+     "request."},
     {"_bind_core",
      reinterpret_cast<PyCFunction>(
          reinterpret_cast<void (*)()>(&BindCoreMethod)),
@@ -301,21 +356,21 @@ PyObject* Intern(const char* text) {
 
 void BindVllmManager(py::module_& m) {
   InternAllocateArgs();
-  names.request_id = Intern("request_id");
-  names.num_computed_tokens = Intern("num_computed_tokens");
-  names.num_tokens = Intern("num_tokens");
-  names.num_prompt_tokens = Intern("num_prompt_tokens");
-  names.lora_request = Intern("lora_request");
-  names.lora_int_id = Intern("lora_int_id");
-  names.block_hashes = Intern("block_hashes");
-  names.enable_kv_cache_events = Intern("enable_kv_cache_events");
-  names.digest_size = Intern("digest_size");
-  names.skip_reading_prefix_cache = Intern("skip_reading_prefix_cache");
-  names.python_allocate_slots = Intern("_allocate_slots");
-  names.python_get_computed_blocks = Intern("_get_computed_blocks");
-  names.python_get_num_common_prefix_blocks =
+  core_names.request_id = Intern("request_id");
+  core_names.num_computed_tokens = Intern("num_computed_tokens");
+  core_names.num_tokens = Intern("num_tokens");
+  core_names.num_prompt_tokens = Intern("num_prompt_tokens");
+  core_names.lora_request = Intern("lora_request");
+  core_names.lora_int_id = Intern("lora_int_id");
+  core_names.block_hashes = Intern("block_hashes");
+  core_names.enable_kv_cache_events = Intern("enable_kv_cache_events");
+  core_names.digest_size = Intern("digest_size");
+  core_names.skip_reading_prefix_cache = Intern("skip_reading_prefix_cache");
+  core_names.python_allocate_slots = Intern("_allocate_slots");
+  core_names.python_get_computed_blocks = Intern("_get_computed_blocks");
+  core_names.python_get_num_common_prefix_blocks =
       Intern("_get_num_common_prefix_blocks");
-  names.record_lookup = Intern("_record_lookup");
+  core_names.record_lookup = Intern("_record_lookup");
   AddType(m, core_spec, "VllmManagerCore");
 }
 

@@ -20,6 +20,10 @@ int TrackedInit(PyObject* self, PyObject* args, PyObject* kwargs) {
     return -1;
   }
   Tracked* t = reinterpret_cast<Tracked*>(self);
+  if (t->request != nullptr) {
+    PyErr_SetString(PyExc_TypeError, "a VllmTracked's request is set once");
+    return -1;
+  }
   SetField(t->request, request);
   t->id = id;
   return 0;
@@ -102,14 +106,16 @@ int SetQuiet(PyObject* self, PyObject* value, void* /*closure*/) {
 
 #define HKV_TRACKED_FIELD(name, type) \
   { #name, type, offsetof(Tracked, name), 0, nullptr }
-PyMemberDef tracked_members[] = {HKV_TRACKED_FIELD(request, T_OBJECT),
-                                 HKV_TRACKED_FIELD(id, T_LONGLONG),
-                                 HKV_TRACKED_FIELD(num_tokens, T_LONGLONG),
-                                 HKV_TRACKED_FIELD(num_keys, T_LONGLONG),
-                                 HKV_TRACKED_FIELD(hit, T_OBJECT),
-                                 HKV_TRACKED_FIELD(hit_blocks, T_OBJECT),
-                                 HKV_TRACKED_FIELD(holds, T_BOOL),
-                                 {nullptr, 0, 0, 0, nullptr}};
+// The request is set once (the core finds an entry by it).
+PyMemberDef tracked_members[] = {
+    {"request", T_OBJECT, offsetof(Tracked, request), READONLY, nullptr},
+    HKV_TRACKED_FIELD(id, T_LONGLONG),
+    HKV_TRACKED_FIELD(num_tokens, T_LONGLONG),
+    HKV_TRACKED_FIELD(num_keys, T_LONGLONG),
+    HKV_TRACKED_FIELD(hit, T_OBJECT),
+    HKV_TRACKED_FIELD(hit_blocks, T_OBJECT),
+    HKV_TRACKED_FIELD(holds, T_BOOL),
+    {nullptr, 0, 0, 0, nullptr}};
 #undef HKV_TRACKED_FIELD
 
 PyGetSetDef tracked_getset[] = {

@@ -4,7 +4,9 @@ itself and hands every other to the manager's Python, ``_allocate_slots``.
 The two paths must be one:
 same blocks, same tables, same free queue and cache after every call, the
 same errors."""
+import gc
 import random
+import weakref
 
 import pytest
 
@@ -103,12 +105,18 @@ def test_the_core_and_the_python_path_place_the_same_blocks(seed):
             results.append((ids(new), state(kv, r.request_id)))
             kv.take_new_block_ids()
         assert results[0] == results[1], (seed, step)
-        if rng.random() < 0.1:  # freed, then back longer: a lookup
+        if rng.random() < 0.1:  # freed, then back: a lookup
+            # Preempted (the same object back from no computed tokens), or
+            # a new request, longer, under the same id.
+            preempted = rng.random() < 0.5
             more = [rng.randrange(100) for _ in range(rng.randrange(1, 40))]
             admitted = []
             for kv, rs in zip(managers, requests):
                 kv.free(rs[i])
-                rs[i] = v.Request(f"r{i}", rs[i].all_token_ids + more)
+                if preempted:
+                    rs[i].num_computed_tokens = 0
+                else:
+                    rs[i] = v.Request(f"r{i}", rs[i].all_token_ids + more)
                 hit, new = admit(kv, rs[i])
                 admitted.append((hit, ids(new), state(kv, f"r{i}")))
             assert admitted[0] == admitted[1], (seed, step)
@@ -366,6 +374,65 @@ def test_a_tracked_mirror_is_an_hkv_request():
     with pytest.raises(TypeError, match="mirror must be an hkv Request"):
         tracked.mirror = "not a request"
     assert tracked.mirror is None
+
+
+def test_a_tracked_request_is_set_once():
+    tracked = _hkv.VllmTracked("request", 3)
+    with pytest.raises(AttributeError):
+        tracked.request = "another"
+    with pytest.raises(TypeError, match="request is set once"):
+        tracked.__init__("another", 4)
+    assert tracked.request == "request"
+
+
+def running(kv, request):
+    """A decode call of a request admitted with its whole prompt: the core
+    finds its entry, and keeps it for its next calls."""
+    request.num_computed_tokens = request.num_tokens
+    request.append_output_token_ids(7)
+    return kv.allocate_slots(request, 1)
+
+
+def test_a_request_freed_and_back_is_admitted_again():
+    seen = []
+    for cls in (v.KVCacheManager, PythonOnly):
+        kv = cls(config(*SPECS), max_model_len=4096, hash_block_size=16)
+        a = v.Request("a", range(40))
+        admit(kv, a)
+        running(kv, a)
+        first = kv._tracked["a"]
+        assert kv._untrack("b") is None
+        # Preempted: freed, then the same object back from nothing computed.
+        kv.free(a)
+        assert "a" not in kv._tracked and kv.usage == 0
+        a.num_computed_tokens = 0
+        hit, new = admit(kv, a)
+        assert kv._tracked["a"] is not first
+        assert kv._tracked["a"].id == first.id + 1
+        seen.append((hit, ids(new), ids(running(kv, a)), state(kv, "a")))
+        assert kv._tracked["a"].mirror.num_tokens == a.num_tokens
+        # Replacing _tracked drops the entries the core kept: the next call
+        # is an admission, a new entry.
+        second = kv._tracked["a"]
+        kv._tracked = {}
+        a.num_computed_tokens = 0
+        assert kv.allocate_slots(a, a.num_tokens) is not None
+        assert kv._tracked["a"] is not second
+    assert seen[0] == seen[1]
+
+
+def test_a_manager_and_its_running_entries_are_collected():
+    kv = v.KVCacheManager(config(*SPECS), max_model_len=4096,
+                          hash_block_size=16)
+    a = v.Request("a", range(40))
+    admit(kv, a)
+    running(kv, a)
+    # The entry holds the request: the request goes with it.
+    request = weakref.ref(a)
+    a.manager = kv  # a cycle through the request
+    del kv, a
+    gc.collect()
+    assert request() is None
 
 
 def test_a_hit_is_its_ids_when_called():

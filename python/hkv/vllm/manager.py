@@ -244,7 +244,7 @@ class KVCacheManager(_hkv.VllmManagerCore):
     def free(self, request):
         """Releases the request's blocks, last first (cached ones stay
         findable until evicted), and forgets it."""
-        tracked = self._tracked.pop(request.request_id, None)
+        tracked = self._untrack(request.request_id)
         if tracked is not None and tracked.holds:
             self.cache.free(tracked.id)
             self.drain_events()
