@@ -126,7 +126,8 @@ std::optional<Placed> AllocateSlots(CacheManager& cache, Request& request,
   }
   std::optional<NewBlocks> placed;
   {
-    py::gil_scoped_release release;
+    std::optional<py::gil_scoped_release> release;
+    if (!after.hold_gil) release.emplace();
     placed = cache.Allocate(request, args);
     if (placed && commit_tokens) cache.Commit(request, *commit_tokens);
   }

@@ -31,11 +31,15 @@ struct QuietArgs {
 // What an allocation does besides placing blocks: the commit up to
 // `commit_tokens` (none: no commit), and the ids placed in the groups
 // `zeroed_groups` (a tuple of bools, one per group) flags, appended to
-// `new_block_ids`.
+// `new_block_ids`. `hold_gil` keeps the GIL while the cache allocates and
+// commits, for a call whose work is known small (a few blocks: about a
+// microsecond, of which a release and reacquire take a tenth; and a release
+// hands the GIL to any thread waiting for it, for up to its switch interval).
 struct AfterPlacing {
   std::optional<std::uint32_t> commit_tokens;
   const py::tuple& zeroed_groups;
   py::list& new_block_ids;
+  bool hold_gil = false;
 };
 
 // The lookup for the request `id` will be, of num_tokens tokens, whose keys

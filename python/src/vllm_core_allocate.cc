@@ -139,6 +139,24 @@ struct Sync {
   MirrorSync mirror;
 };
 
+// At most this many tokens placed, released or cached past the last
+// allocation's record: a call known that small keeps the GIL
+// (AfterPlacing::hold_gil).
+constexpr long long kSmallCallTokens = 128;
+
+// Whether the call's allocation and commit are known small: no hit, few new
+// tokens, and computed and cached counts near those of the last allocation,
+// which committed.
+bool IsSmall(const Call& call, long long total_computed,
+             std::optional<std::uint32_t> commit) {
+  const Tracked& t = *call.tracked;
+  const QuietRecord& r = t.quiet;
+  return t.has_quiet && !r.no_commit && call.hit == nullptr &&
+         call.num_new_tokens + call.lookahead <= kSmallCallTokens &&
+         total_computed - r.computed_lo <= kSmallCallTokens &&
+         (!commit || *commit - r.commit_lo <= kSmallCallTokens);
+}
+
 std::optional<Sync> TakeSync(Core& core, const Call& call, Counts counts) {
   const Tracked& t = *call.tracked;
   if (!core.enable_caching || PoolNeedsPython(core)) return std::nullopt;
@@ -225,7 +243,8 @@ std::optional<py::object> Allocate(Core& core, const Call& call,
     placed = AllocateSlots(*core.cache, *mirror, sync->mirror, allocation,
                            {.commit_tokens = commit,
                             .zeroed_groups = zeroed,
-                            .new_block_ids = new_block_ids},
+                            .new_block_ids = new_block_ids,
+                            .hold_gil = IsSmall(call, total_computed, commit)},
                            {.cells = *core.cells,
                             .epoch = core.epoch,
                             .total_computed = total_computed});
