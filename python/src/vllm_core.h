@@ -82,6 +82,8 @@ struct CoreNames {
   PyObject* blocks_ids = nullptr;  // BlocksOverIds' fields
   PyObject* blocks_views = nullptr;
   PyObject* blocks_built = nullptr;
+  PyObject* pending_events = nullptr;
+  PyObject* python_take_events = nullptr;
 };
 // Defined in vllm_manager.cc, set at the module's import.
 extern CoreNames core_names;
@@ -127,6 +129,9 @@ inline py::object Attr(PyObject* owner, PyObject* name) {
 inline bool FitsU32(long long v) {
   return v >= 0 && v <= std::numeric_limits<std::uint32_t>::max();
 }
+// Whether the block pool publishes events (an error reading it counts as
+// on, and is cleared).
+bool EventsOn(const Core& core);
 // Whether the block pool has learnt the engine's digest size (the manager's
 // Python learns it from the first keys it reads).
 bool DigestKnown(Core& core);
@@ -154,6 +159,10 @@ PyObject* GetComputedBlocksMethod(PyObject* self, PyObject* const* args,
                                   Py_ssize_t nargs, PyObject* kwnames);
 PyObject* GetNumCommonPrefixBlocksMethod(PyObject* self, PyObject* const* args,
                                          Py_ssize_t nargs, PyObject* kwnames);
+// (METH_NOARGS, vllm_core_step.cc.)
+PyObject* NewStepStartsMethod(PyObject* self, PyObject* unused);
+PyObject* TakeNewBlockIdsMethod(PyObject* self, PyObject* unused);
+PyObject* TakeEventsMethod(PyObject* self, PyObject* unused);
 // Interns allocate_slots' parameter names (once, at the module's import).
 void InternAllocateArgs();
 

@@ -115,15 +115,7 @@ std::optional<Call> PlainCall(const AllocateArgs& a) {
 }
 
 bool PoolNeedsPython(Core& core) {
-  PyObject* events =
-      PyObject_GetAttr(core.block_pool, Names().enable_kv_cache_events);
-  const int on = events == nullptr ? -1 : PyObject_IsTrue(events);
-  Py_XDECREF(events);
-  if (on != 0) {
-    PyErr_Clear();
-    return true;
-  }
-  return !DigestKnown(core);
+  return EventsOn(core) || !DigestKnown(core);
 }
 
 namespace {

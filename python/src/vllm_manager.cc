@@ -20,6 +20,15 @@ namespace hkv::python {
 
 CoreNames core_names;
 
+bool EventsOn(const Core& core) {
+  PyObject* events =
+      PyObject_GetAttr(core.block_pool, core_names.enable_kv_cache_events);
+  const int on = events == nullptr ? -1 : PyObject_IsTrue(events);
+  Py_XDECREF(events);
+  if (on < 0) PyErr_Clear();
+  return on != 0;
+}
+
 bool DigestKnown(Core& core) {
   if (!core.digest_known) {
     PyObject* size = PyObject_GetAttr(core.block_pool, core_names.digest_size);
@@ -315,6 +324,21 @@ PyMethodDef core_methods[] = {
      "for groups that do not read the whole prefix, and everywhere with "
      "caching off, as the engine counts). Raises hkv.UsageError for a "
      "request holding no blocks."},
+    {"new_step_starts", &NewStepStartsMethod, METH_NOARGS,
+     "new_step_starts($self)\n--\n\n"
+     "A scheduler step starts: recurrent states cached in the previous one "
+     "can now be hit."},
+    {"take_new_block_ids", &TakeNewBlockIdsMethod, METH_NOARGS,
+     "take_new_block_ids($self)\n--\n\n"
+     "The ids of blocks placed in full-attention groups since the last "
+     "call, for the worker to zero."},
+    {"take_events", &TakeEventsMethod, METH_NOARGS,
+     "take_events($self)\n--\n\n"
+     "KV events since the last call, oldest first: the engine's BlockStored "
+     "(annotated with its group's spec kind and window, as the engine does; "
+     "a warning for a group index out of range), BlockRemoved and "
+     "AllBlocksCleared. An empty list at once with events off and none "
+     "pending; else the manager's _take_events."},
     {"_untrack",
      reinterpret_cast<PyCFunction>(
          reinterpret_cast<void (*)()>(&UntrackMethod)),
@@ -371,6 +395,8 @@ void BindVllmManager(py::module_& m) {
   core_names.python_get_num_common_prefix_blocks =
       Intern("_get_num_common_prefix_blocks");
   core_names.record_lookup = Intern("_record_lookup");
+  core_names.pending_events = Intern("pending_events");
+  core_names.python_take_events = Intern("_take_events");
   AddType(m, core_spec, "VllmManagerCore");
 }
 

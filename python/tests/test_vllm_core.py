@@ -466,6 +466,30 @@ def test_the_fields_the_core_reads_stay_set():
                         16)
 
 
+def test_the_once_a_step_calls_are_the_cores():
+    kv = v.KVCacheManager(config(*SPECS), max_model_len=4096,
+                          hash_block_size=16)
+    a = v.Request("a", range(40))
+    admit(kv, a)
+    taken = kv.take_new_block_ids()
+    assert taken == [i for i in kv.get_block_ids("a")[0]]
+    held = kv._new_block_ids
+    assert kv.take_new_block_ids() is held == []
+    assert kv._new_block_ids == [] and kv._new_block_ids is not held
+    pending = kv.pending_events
+    assert kv.take_events() is pending == []
+    assert kv.pending_events == [] and kv.pending_events is not pending
+    kv.new_step_starts()
+    # Events pending (or events on): the manager's Python takes them.
+    kv.pending_events.append("event")
+    assert kv.take_events() == ["event"] and kv.pending_events == []
+    bare = _hkv.VllmManagerCore()
+    for call in (bare.new_step_starts, bare.take_new_block_ids,
+                 bare.take_events):
+        with pytest.raises(hkv.UsageError, match="core is not bound"):
+            call()
+
+
 def test_the_eviction_record_is_a_config_choice():
     # hkv.vllm turns it off (the engine has no miss causes); a cache built
     # by hand keeps it unless told.

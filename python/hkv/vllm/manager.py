@@ -292,11 +292,11 @@ class KVCacheManager(_hkv.VllmManagerCore):
         return [self.cache.num_common_prefix_blocks(rid, g)
                 for g in range(self.num_kv_cache_groups)]
 
-    def take_events(self):
-        """KV events since the last call, oldest first: the engine's
-        BlockStored (annotated with its group's spec kind and window, as
-        the engine does; a warning for a group index out of range),
-        BlockRemoved and AllBlocksCleared."""
+    # take_events, take_new_block_ids and new_step_starts are the core's
+    # (one C call a step each); with events on, take_events comes here.
+
+    def _take_events(self):
+        """take_events (the core's docstring) in full."""
         self.drain_events()
         events, self.pending_events = self.pending_events, []
         metadata = self.kv_cache_event_metadata
@@ -350,17 +350,6 @@ class KVCacheManager(_hkv.VllmManagerCore):
         empty one when there are none)."""
         return (self._engine.KVCacheBlocks(blocks) if any(blocks)
                 else self.empty_kv_cache_blocks)
-
-    def take_new_block_ids(self):
-        """The ids of blocks placed in full-attention groups since the last
-        call, for the worker to zero."""
-        ids, self._new_block_ids = self._new_block_ids, []
-        return ids
-
-    def new_step_starts(self):
-        """A scheduler step starts: recurrent states cached in the previous
-        one can now be hit."""
-        self.cache.finish_step()
 
     # Helpers --------------------------------------------------------------
 
