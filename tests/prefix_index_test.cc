@@ -1,5 +1,6 @@
 // PrefixIndex against a std::map model: random inserts (duplicates
-// included), erases and finds over keys whose first words collide often, so
+// included), erases of one key or of all a block's (an eviction's) and finds
+// over keys whose first words collide often, so
 // linear probing, tag collisions, growth past the planned size, backward-shift
 // deletion and a block's several keys are all exercised.
 #include "core/prefix_index.h"
@@ -49,8 +50,21 @@ RC_GTEST_PROP(PrefixIndexTest, AgreesWithMapModel, ()) {
     const PrefixKey key = MakeKey(home, *rc::gen::inRange<std::uint8_t>(0, 40),
                                   *rc::gen::inRange(0u, 2u));
     const BlockId block{*rc::gen::inRange(1u, 6u)};
-    const int op = *rc::gen::inRange(0, 3);
-    if (op == 0) {
+    const int op = *rc::gen::inRange(0, 4);
+    if (op == 3) {
+      // Every key of the block, as an eviction drops them: its keys in
+      // registration order, then none left.
+      std::vector<PrefixKey> seen;
+      index.EraseBlock(block, [&](const PrefixKey& k) { seen.push_back(k); });
+      RC_ASSERT(seen == keys_of[block]);
+      for (const PrefixKey& k : keys_of[block]) {
+        auto it = model.find(k);
+        it->second.erase(
+            std::find(it->second.begin(), it->second.end(), block));
+        if (it->second.empty()) model.erase(it);
+      }
+      keys_of[block].clear();
+    } else if (op == 0) {
       index.Insert(key, block);
       model[key].push_back(block);
       keys_of[block].push_back(key);

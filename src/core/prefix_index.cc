@@ -182,8 +182,28 @@ void PrefixIndex::EraseKeysOf(BlockId block) {
     const PrefixKey alias = Reg(record.next_key).key;
     Erase(alias, block);
   }
+  // Most blocks hold one key, registered first: an evicting allocation
+  // takes this path once a block.
+  if (record.next_dup == kNone && EraseSoleKey(block)) return;
   const PrefixKey primary = record.key;
   Erase(primary, block);
+}
+
+bool PrefixIndex::EraseSoleKey(BlockId block) {
+  const std::uint32_t ref = ToIndex(block);
+  const std::size_t mask = slots_.size() - 1;
+  // A slot references its key's first registration, so at most one slot
+  // references this record, on the probe run from the key's home.
+  for (std::size_t i = TagOf(records_[ref].key) & mask; slots_[i].ref != kNone;
+       i = (i + 1) & mask) {
+    if (slots_[i].ref != ref) continue;
+    RemoveSlot(i);
+    --size_;
+    records_[ref] = Registration{};
+    --num_entries_;
+    return true;
+  }
+  return false;
 }
 
 void PrefixIndex::RemoveSlot(std::size_t hole) {

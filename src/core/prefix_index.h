@@ -256,6 +256,11 @@ class PrefixIndex {
   // Makes whatever referenced registration `from` of `key` reference `to`.
   void Repoint(const PrefixKey& key, std::uint32_t from, std::uint32_t to);
   void EraseKeysOf(BlockId block);
+  // Erases the block's primary key when the block is its only registration
+  // (no aliases left): the slot that references the block's record, found
+  // by reference, no key compared. False, changing nothing, when no slot
+  // does (another block registered the key first).
+  bool EraseSoleKey(BlockId block);
   void Grow();
   // Every slot's chain holds its key; counts agree.
   bool ChainsHold() const;
