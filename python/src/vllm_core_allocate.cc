@@ -57,36 +57,79 @@ bool ParseArgs(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
   return out[kRequest] != nullptr && out[kNumNewTokens] != nullptr;
 }
 
-// Whether the call changes nothing (QuietCells::Record's ranges hold). Reads
-// the request's counts into `counts` as far as it gets.
-bool IsQuiet(const Core& core, const Call& call, Counts& counts) {
+// What a running request's call changes, by its record's cells.
+enum class Change {
+  kNothing,  // every count in its cell: the quiet path
+  kRelease,  // only the computed count past its cell: a release, no more
+  kMore,     // anything else: the full path
+};
+
+// The call's change (QuietCells::Record's ranges). Reads the request's
+// counts into `counts` as far as it gets.
+Change Classify(const Core& core, const Call& call, Counts& counts) {
   const Tracked& t = *call.tracked;
   const QuietRecord& r = t.quiet;
   if (!t.has_quiet || r.epoch != core.epoch || r.lookahead != call.lookahead ||
       r.no_commit != call.no_commit) {
-    return false;
+    return Change::kMore;
   }
   counts.computed = IntAttr(call.request, Names().num_computed_tokens);
   const std::optional<long long>& computed = counts.computed;
-  if (!computed || !FitsU32(*computed)) return false;
+  if (!computed || !FitsU32(*computed)) return Change::kMore;
   const long long total = std::min(*computed, core.max_model_len);
   const long long main = total + call.num_new_tokens;
-  if (total < r.computed_lo || total > r.computed_hi || main < r.main_lo ||
-      main > r.main_hi) {
-    return false;
+  // Computed counts move forward; a count back below the cell (drafts
+  // rejected) takes the full path.
+  if (total < r.computed_lo || main < r.main_lo || main > r.main_hi) {
+    return Change::kMore;
   }
-  if (call.no_commit) return true;
+  const Change change =
+      total <= r.computed_hi ? Change::kNothing : Change::kRelease;
+  if (call.no_commit) return change;
   // The cached count is min(main, the request's tokens), and its tokens
   // only grow: at least the mirror's. When that bound already places it in
   // range, the token count (an engine property, a third of this check's
   // cost) is not read.
   if (r.commit_lo <= std::min(main, t.num_tokens) && main <= r.commit_hi) {
-    return true;
+    return change;
   }
   counts.num_tokens = IntAttr(call.request, Names().num_tokens);
-  if (!counts.num_tokens) return false;
+  if (!counts.num_tokens) return Change::kMore;
   const long long cached = std::min(main, *counts.num_tokens);
-  return r.commit_lo <= cached && cached <= r.commit_hi;
+  return r.commit_lo <= cached && cached <= r.commit_hi ? change
+                                                        : Change::kMore;
+}
+
+// A call whose counts leave only the computed count's cell (a recurrent
+// state or a window's block falls behind): what the full path would do
+// then, the release of the blocks the computed count skips, and the next
+// record, without the mirror's sync, the allocation and the commit, which
+// would change nothing (their counts' cells hold). Nothing when the
+// manager's Python must make it (events on, caching off). Not inlined:
+// inside allocate_slots it made every quiet call 20 ns slower.
+[[gnu::noinline]] std::optional<py::object> Release(Core& core,
+                                                    const Call& call,
+                                                    const Counts& counts) {
+  if (!core.enable_caching || PoolNeedsPython(core)) return std::nullopt;
+  Tracked& t = *call.tracked;
+  const Request& mirror = *t.mirror_request;
+  const long long total = std::min(*counts.computed, core.max_model_len);
+  const long long main = total + call.num_new_tokens;
+  core.cache->RemoveSkippedBlocks(mirror.id(),
+                                  static_cast<std::uint32_t>(*counts.computed));
+  // Any count in the cached count's cell gives its record: the one read,
+  // else the mirror's bound Classify placed in it.
+  std::optional<std::int64_t> cached;
+  if (!call.no_commit) {
+    cached =
+        std::min(main, counts.num_tokens ? *counts.num_tokens : t.num_tokens);
+  }
+  const std::optional<QuietRecord> record =
+      core.cells->Record(core.epoch, total, call.num_new_tokens, call.lookahead,
+                         cached, mirror.num_prompt_tokens());
+  t.has_quiet = record.has_value();
+  if (record) t.quiet = *record;
+  return py::reinterpret_borrow<py::object>(core.empty_blocks);
 }
 
 }  // namespace
@@ -293,8 +336,12 @@ PyObject* AllocateSlotsMethod(PyObject* self, PyObject* const* args,
     const py::object keep = py::reinterpret_borrow<py::object>(
         reinterpret_cast<PyObject*>(call->tracked));
     Counts counts;
-    if (IsQuiet(core, *call, counts)) {
+    const Change change = Classify(core, *call, counts);
+    if (change == Change::kNothing) {
       return py::reinterpret_borrow<py::object>(core.empty_blocks);
+    }
+    if (change == Change::kRelease) {
+      if (auto released = Release(core, *call, counts)) return *released;
     }
     return Allocate(core, *call, counts).value_or(py::object());
   });
