@@ -118,5 +118,56 @@ TEST(LookupKeysTest, KeysThatDoNotMatchTheTokensAreRefused) {
                UsageError);
 }
 
+// A source that looks another request up each time it is read, as a
+// caller's source calling back into the cache may.
+class ReenteringKeys : public CountingKeys {
+ public:
+  ReenteringKeys(std::span<const BlockHash> keys, const CacheManager& cache,
+                 const Request& other)
+      : CountingKeys(keys), cache_(cache), other_(other) {}
+  void Read(std::size_t first, std::span<BlockHash> out) const override {
+    const CountingKeys inner(other_.keys());
+    inner_hits_.push_back(
+        cache_.LookupKeys(other_.id(), other_.num_tokens(), inner).num_tokens);
+    CountingKeys::Read(first, out);
+  }
+  const std::vector<std::uint32_t>& inner_hits() const { return inner_hits_; }
+
+ private:
+  const CacheManager& cache_;
+  const Request& other_;
+  mutable std::vector<std::uint32_t> inner_hits_;
+};
+
+TEST(LookupKeysTest, ALookupMadeWhileAnotherReadsKeysKeepsItsOwnKeys) {
+  // Each lookup reads its keys into a buffer its thread reuses; the inner
+  // one, made while the outer holds it, must take another. Both prompts
+  // are cached to the same length, so both bisect through the same keys'
+  // places (other keys), and the outer one probes keys of chunks it read
+  // before inner lookups ran.
+  CacheManager cache = FullAttention(2048);
+  Serve(cache,
+        Request({.id = RequestId{1}}, Range(0, 3000), cache.key_scheme()));
+  Serve(cache,
+        Request({.id = RequestId{2}}, Range(50000, 53000), cache.key_scheme()));
+  const Request outer({.id = RequestId{3}}, Range(0, 8000), cache.key_scheme());
+  const Request inner({.id = RequestId{4}}, Range(50000, 58000),
+                      cache.key_scheme());
+  const ReenteringKeys keys(outer.keys(), cache, inner);
+  const CacheHit hit = cache.LookupKeys(outer.id(), outer.num_tokens(), keys);
+  const CacheHit built = cache.Lookup(outer);
+  EXPECT_EQ(hit.num_tokens, built.num_tokens);
+  EXPECT_EQ(hit.blocks, built.blocks);
+  EXPECT_EQ(hit.origin.key, built.origin.key);
+  ASSERT_GT(keys.inner_hits().size(), 2u);
+  for (std::uint32_t n : keys.inner_hits()) {
+    EXPECT_EQ(n, cache.Lookup(inner).num_tokens);
+  }
+  // And the reused buffer is free again.
+  const CountingKeys again(outer.keys());
+  EXPECT_EQ(cache.LookupKeys(outer.id(), outer.num_tokens(), again).blocks,
+            built.blocks);
+}
+
 }  // namespace
 }  // namespace hkv

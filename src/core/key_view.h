@@ -51,8 +51,11 @@ class LazyKeys {
   static constexpr std::size_t kChunk = 16;
 
   explicit LazyKeys(const KeySource& source);
+  ~LazyKeys();
+  LazyKeys(const LazyKeys&) = delete;
+  LazyKeys& operator=(const LazyKeys&) = delete;
 
-  KeyView view() const { return KeyView(keys_.get(), size_, this); }
+  KeyView view() const { return KeyView(keys_, size_, this); }
   // Loads keys [first, first + n). REQUIRES: first + n <= size.
   void Load(std::size_t first, std::size_t n) const {
     if (n == 0) return;
@@ -65,17 +68,17 @@ class LazyKeys {
   std::size_t num_read() const { return num_read_; }
 
  private:
-  struct Free {
-    void operator()(BlockHash* p) const { std::free(p); }
-  };
   void LoadChunk(std::size_t chunk) const;
 
   const KeySource& source_;
   std::size_t size_;
-  // Not zero-filled: a long prompt's buffer is mostly never read.
-  std::unique_ptr<BlockHash, Free> keys_;
   mutable std::vector<std::uint64_t> loaded_;  // a bit per chunk
   mutable std::size_t num_read_ = 0;
+  // Not zero-filled: a long prompt's buffer is mostly never read. The
+  // thread's reused buffer (owned_ false) or one of its own; taken last,
+  // so that nothing after it in the constructor can throw.
+  bool owned_ = false;
+  BlockHash* keys_;
 };
 
 inline const BlockHash& KeyView::operator[](std::size_t i) const {
