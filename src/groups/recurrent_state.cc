@@ -38,6 +38,7 @@ GroupHit RecurrentStateManager::FindLongestHit(const HitQuery& query) const {
   std::vector<BlockId> found;
   const auto place = [&](std::uint32_t index, std::uint32_t tokens) {
     for (std::size_t m = 0; m < found.size(); ++m) {
+      hit.blocks[m].reserve(index + 1);  // one allocation, not two
       hit.blocks[m].assign(index, kNullBlock);
       hit.blocks[m].push_back(found[m]);
     }
