@@ -8,7 +8,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "bindings.h"
@@ -78,11 +77,9 @@ Tracked* RunningEntry(Core& core, PyObject* request) {
   Tracked* t = AsTracked(entry);
   if (t == nullptr || t->request != request) return nullptr;
   if (core.running == nullptr) core.running = new RunningEntries();
-  auto [slot, added] = core.running->try_emplace(request, t);
-  if (!added) {  // a stale one, see above
-    Py_DECREF(reinterpret_cast<PyObject*>(std::exchange(slot->second, t)));
-  }
-  Py_INCREF(entry);
+  // A stale slot (see above) stays until the map is cleared: replacing it
+  // would drop a reference, which may run Python while `t` is borrowed.
+  if (core.running->try_emplace(request, t).second) Py_INCREF(entry);
   return t;
 }
 
