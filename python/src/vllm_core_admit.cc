@@ -112,9 +112,8 @@ std::optional<py::object> BuildMirror(const Core& core, const Fields& fields,
 
 std::optional<py::object> Admit(Core& core, const AllocateArgs& args) {
   std::optional<Call> call = PlainCall(args);
-  if (!call || !core.enable_caching || core.cache == nullptr ||
-      !PyDict_CheckExact(core.tracked) ||
-      !PyList_CheckExact(core.new_block_ids) || PoolNeedsPython(core)) {
+  if (!call || core.cache == nullptr || !PyDict_CheckExact(core.tracked) ||
+      !PyList_CheckExact(core.new_block_ids) || NeedsPython(core)) {
     return std::nullopt;
   }
   PyObject* request = call->request;

@@ -64,6 +64,13 @@ enum class Change {
   kMore,     // anything else: the full path
 };
 
+// The cached count (min(main, the request's tokens)) as far as `counts`
+// know it: exact once the tokens were read, else min(main, the mirror's
+// tokens), a bound under it (tokens only grow).
+long long KnownCached(long long main, const Counts& counts, const Tracked& t) {
+  return std::min(main, counts.num_tokens ? *counts.num_tokens : t.num_tokens);
+}
+
 // The call's change (QuietCells::Record's ranges). Reads the request's
 // counts into `counts` as far as it gets.
 Change Classify(const Core& core, const Call& call, Counts& counts) {
@@ -86,16 +93,14 @@ Change Classify(const Core& core, const Call& call, Counts& counts) {
   const Change change =
       total <= r.computed_hi ? Change::kNothing : Change::kRelease;
   if (call.no_commit) return change;
-  // The cached count is min(main, the request's tokens), and its tokens
-  // only grow: at least the mirror's. When that bound already places it in
-  // range, the token count (an engine property, a third of this check's
-  // cost) is not read.
-  if (r.commit_lo <= std::min(main, t.num_tokens) && main <= r.commit_hi) {
+  // When the bound already places the cached count in range, the token
+  // count (an engine property, a third of this check's cost) is not read.
+  if (r.commit_lo <= KnownCached(main, counts, t) && main <= r.commit_hi) {
     return change;
   }
   counts.num_tokens = IntAttr(call.request, Names().num_tokens);
   if (!counts.num_tokens) return Change::kMore;
-  const long long cached = std::min(main, *counts.num_tokens);
+  const long long cached = KnownCached(main, counts, t);
   return r.commit_lo <= cached && cached <= r.commit_hi ? change
                                                         : Change::kMore;
 }
@@ -110,20 +115,17 @@ Change Classify(const Core& core, const Call& call, Counts& counts) {
 [[gnu::noinline]] std::optional<py::object> Release(Core& core,
                                                     const Call& call,
                                                     const Counts& counts) {
-  if (!core.enable_caching || PoolNeedsPython(core)) return std::nullopt;
+  if (NeedsPython(core)) return std::nullopt;
   Tracked& t = *call.tracked;
   const Request& mirror = *t.mirror_request;
   const long long total = std::min(*counts.computed, core.max_model_len);
   const long long main = total + call.num_new_tokens;
   core.cache->RemoveSkippedBlocks(mirror.id(),
                                   static_cast<std::uint32_t>(*counts.computed));
-  // Any count in the cached count's cell gives its record: the one read,
-  // else the mirror's bound Classify placed in it.
+  // Any count in the cached count's cell gives its record: what Classify
+  // placed in it.
   std::optional<std::int64_t> cached;
-  if (!call.no_commit) {
-    cached =
-        std::min(main, counts.num_tokens ? *counts.num_tokens : t.num_tokens);
-  }
+  if (!call.no_commit) cached = KnownCached(main, counts, t);
   const std::optional<QuietRecord> record =
       core.cells->Record(core.epoch, total, call.num_new_tokens, call.lookahead,
                          cached, mirror.num_prompt_tokens());
@@ -157,8 +159,8 @@ std::optional<Call> PlainCall(const AllocateArgs& a) {
                              : AdmissionGate::kNextChunk};
 }
 
-bool PoolNeedsPython(Core& core) {
-  return EventsOn(core) || !DigestKnown(core);
+bool NeedsPython(Core& core) {
+  return !core.enable_caching || EventsOn(core) || !DigestKnown(core);
 }
 
 namespace {
@@ -194,7 +196,7 @@ bool IsSmall(const Call& call, long long total_computed,
 
 std::optional<Sync> TakeSync(Core& core, const Call& call, Counts counts) {
   const Tracked& t = *call.tracked;
-  if (!core.enable_caching || PoolNeedsPython(core)) return std::nullopt;
+  if (NeedsPython(core)) return std::nullopt;
   const std::optional<long long> computed =
       counts.computed ? counts.computed
                       : IntAttr(call.request, Names().num_computed_tokens);

@@ -59,9 +59,10 @@ struct Counts {
 // is left to the path (tracked nullptr, hit none).
 std::optional<Call> PlainCall(const AllocateArgs& args);
 
-// Whether the block pool publishes events (then the manager's Python drains
-// them) or has not learnt the keys' digest size (its Python does that).
-bool PoolNeedsPython(Core& core);
+// Whether an allocation is the manager's Python's to make: prefix caching
+// off, the block pool publishing events (its Python drains them) or not
+// knowing the keys' digest size yet (its Python learns it).
+bool NeedsPython(Core& core);
 
 // The allocation of `call`: the mirror's sync, the allocation and the
 // commit, the entry updated; None when free blocks are short; nothing when

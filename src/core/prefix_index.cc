@@ -199,6 +199,8 @@ bool PrefixIndex::EraseSoleKey(BlockId block) {
     if (slots_[i].ref != ref) continue;
     RemoveSlot(i);
     --size_;
+    // What ReleaseRegistration does for a block's only key; the call
+    // itself cost the evicting chunk 3 %.
     records_[ref] = Registration{};
     --num_entries_;
     return true;
